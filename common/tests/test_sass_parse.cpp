@@ -1,0 +1,59 @@
+// The SASS parser on fixed cuobjdump text: no cuobjdump or GPU needed.
+#include <doctest/doctest.h>
+
+#include "tut/sass.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace {
+const std::string kListing = R"sass(
+	code for sm_90
+		Function : _Z9probe_oneP6float4
+	.headerflags	@"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                                  /* 0x00000a00ff017b82 */
+        /*0060*/              @!P0 LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;               /* 0x0000000402047981 */
+        /*0070*/                   STG.E.64 desc[UR4][R2.64], R4 ;                         /* 0x0000000402007986 */
+        /*0080*/                   LDG.E.U16 R6, desc[UR4][R2.64] ;                        /* 0x0000000402067981 */
+        /*0090*/                   SHFL.BFLY PT, R5, R4, 0x10, 0x1f ;                      /* 0x0e001f0004057f89 */
+        /*00a0*/                   EXIT ;                                                  /* 0x000000000000794d */
+		..........
+		Function : probe_two
+        /*0000*/                   LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64] ;            /* 0x0000000402007fae */
+        /*0010*/                   STG.E desc[UR4][R2.64], R4 ;                            /* 0x0000000402007986 */
+)sass";
+}  // namespace
+
+TEST_CASE("parse_sass splits kernels, demangles names and drops predicates") {
+  const auto k = tut::parse_sass(kListing);
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].name == "probe_one(float4*)");
+  CHECK(k[1].name == "probe_two");
+  REQUIRE(k[0].code.size() == 6);
+  CHECK(k[0].code[1].opcode == "LDG.E.128.CONSTANT");
+  CHECK(tut::count_memory_ops(k[0], "LDG", 128) == 1);
+  CHECK(tut::count_memory_ops(k[0], "STG", 64) == 1);
+  CHECK(tut::count_memory_ops(k[0], "LDG", 16) == 1);
+  CHECK(tut::count_memory_ops(k[0], "LDG", 32) == 0);
+  CHECK(tut::count_opcode(k[0], "SHFL") == 1);
+  // LDGSTS is an async copy, not a global load.
+  CHECK(tut::count_memory_ops(k[1], "LDG", 128) == 0);
+  CHECK(tut::count_memory_ops(k[1], "STG", 32) == 1);
+}
+
+TEST_CASE("access_bits reads the width modifier") {
+  CHECK(tut::access_bits("LDG.E.128") == 128);
+  CHECK(tut::access_bits("LDG.E.64.CONSTANT") == 64);
+  CHECK(tut::access_bits("STG.E.U16") == 16);
+  CHECK(tut::access_bits("LDG.E.S8") == 8);
+  CHECK(tut::access_bits("LDG.E") == 32);
+  CHECK(tut::access_bits("LDG.E.CONSTANT") == 32);
+}
+
+TEST_CASE("find_kernel wants exactly one match") {
+  const auto k = tut::parse_sass(kListing);
+  CHECK(tut::find_kernel(k, "probe_one").mangled == "_Z9probe_oneP6float4");
+  CHECK_THROWS_AS(tut::find_kernel(k, "probe_"), std::runtime_error);
+  CHECK_THROWS_AS(tut::find_kernel(k, "absent"), std::runtime_error);
+}
+
