@@ -41,3 +41,7 @@ struct Ladder {
 };
 
 }  // namespace tut
+
+// The address of a kernel (template instantiations included) for Version::kernel:
+//   TUT_KERNEL(v0_naive_kernel<Relu, float, float>)
+#define TUT_KERNEL(...) reinterpret_cast<const void*>(&__VA_ARGS__)

@@ -1,0 +1,150 @@
+// A generic element-wise template in the style of OneFlow's elementwise.cuh.
+//
+//   ew::launch(factory, stream, n, out, in0 [, in1 [, in2]])
+//
+// applies the functor that `factory()` builds on the device to 1-3 inputs. Everything known at
+// compile time is a template parameter (pack width, block size); everything every thread shares
+// (pack count, tail length, tail pointers) is computed once on the host and passed in.
+//
+// - Pack width: 16 bytes per access (the widest a thread can load, LDG.E.128), at most 8
+//   elements, and the same for every operand: pack_size<float>() = 4, <half> = 8, <half, float> = 4.
+// - Alignment: a pack is read as one aligned 16-byte value, so every pointer must be aligned to
+//   the pack's size. When any is not, the launch falls back to width 1, which is always correct.
+// - Tail: the n % pack elements after the last whole pack are handled by the first threads.
+// - Apply2: a functor with an Apply2(out*, in*...) member processes element pairs, so half
+//   arithmetic can use the paired instructions (__hmul2 is one HMUL2 for two products).
+// - Errors: the launch's error is returned, never swallowed; callers check it.
+//
+// Chapter 02 includes this header as its reference row.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace ew {
+
+inline constexpr int kBlockSize = 256;
+inline constexpr int kNumWaves = 32;
+inline constexpr int kMaxPackBytes = 16;
+inline constexpr int kMaxPackSize = 8;
+
+template <class T>
+constexpr int pack_size_of() {
+  return std::max(1, std::min(static_cast<int>(kMaxPackBytes / sizeof(T)), kMaxPackSize));
+}
+
+// The widest pack every operand type allows.
+template <class T, class... Ts>
+constexpr int pack_size() {
+  if constexpr (sizeof...(Ts) == 0) return pack_size_of<T>();
+  else return std::min(pack_size_of<T>(), pack_size<Ts...>());
+}
+
+// N elements of T read or written as one access: alignas makes the compiler emit one
+// LDG/STG of sizeof(T) * N bytes when a whole Packed is copied.
+template <class T, int N>
+struct alignas(sizeof(T) * N) Packed {
+  T elem[N];
+};
+
+// True when every pointer is aligned for packs of `pack` elements of its own type.
+template <int pack, class... Ptrs>
+bool all_aligned(const Ptrs*... ptrs) {
+  return ((reinterpret_cast<std::uintptr_t>(ptrs) % (sizeof(Ptrs) * pack) == 0) && ...);
+}
+
+// Blocks for a grid-stride loop over `work` items: enough for `waves` full waves of resident
+// threads (SM count x max threads per SM / block size), never more than the work needs, at least 1.
+inline std::int64_t waves_grid_size(std::int64_t work, int block_size, int sm_count, int threads_per_sm,
+                                    int waves = kNumWaves) {
+  const std::int64_t by_work = (work + block_size - 1) / block_size;
+  const std::int64_t by_device = static_cast<std::int64_t>(sm_count) * (threads_per_sm / block_size) * waves;
+  return std::max<std::int64_t>(1, std::min(by_work, by_device));
+}
+
+// The same, reading the current device's attributes.
+inline cudaError_t waves_grid_size(std::int64_t work, int block_size, std::int64_t* blocks) {
+  int dev = 0, sm_count = 0, threads_per_sm = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+      e != cudaSuccess)
+    return e;
+  *blocks = waves_grid_size(work, block_size, sm_count, threads_per_sm);
+  return cudaSuccess;
+}
+
+template <class F, class = void>
+struct HasApply2 : std::false_type {};
+template <class F>
+struct HasApply2<F, std::void_t<decltype(&F::Apply2)>> : std::true_type {};
+
+// The packs are taken by value: the caller's `pack_in[i]` is then copied into registers with one
+// 16-byte load each. Taken by reference, the compiler reads each element straight from global
+// memory instead (four LDG.E for a float pack; chapter 02's kernel k1), and the SASS test fails.
+template <int N, class F, class R, class... IN>
+__device__ __forceinline__ Packed<R, N> apply_pack(const F& f, const Packed<IN, N>... in) {
+  Packed<R, N> out;
+  if constexpr (HasApply2<F>::value && N % 2 == 0) {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) f.Apply2(out.elem + j, (in.elem + j)...);
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.elem[j] = f(in.elem[j]...);
+  }
+  return out;
+}
+
+template <int N, class FactoryT, class R, class... IN>
+__global__ void __launch_bounds__(kBlockSize)
+    apply_generic(FactoryT factory, std::int64_t n_pack, Packed<R, N>* __restrict__ pack_out,
+                  const Packed<IN, N>* __restrict__... pack_in, std::int64_t n_tail, R* __restrict__ tail_out,
+                  const IN* __restrict__... tail_in) {
+  auto f = factory();
+  const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(kBlockSize) + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kBlockSize;
+  for (std::int64_t i = tid; i < n_pack; i += stride) pack_out[i] = apply_pack<N, decltype(f), R, IN...>(f, pack_in[i]...);
+  if (tid < n_tail) tail_out[tid] = f(tail_in[tid]...);  // n_tail < N <= kBlockSize: one pass is enough
+}
+
+template <int N, class FactoryT, class R, class... IN>
+cudaError_t launch_packed(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+  const std::int64_t n_pack = n / N;
+  const std::int64_t tail_offset = n_pack * N;
+  const std::int64_t n_tail = n - tail_offset;
+  std::int64_t blocks = 0;
+  if (cudaError_t e = waves_grid_size(std::max<std::int64_t>(n_pack, 1), kBlockSize, &blocks); e != cudaSuccess)
+    return e;
+  apply_generic<N, FactoryT, R, IN...><<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(
+      factory, n_pack, reinterpret_cast<Packed<R, N>*>(out), reinterpret_cast<const Packed<IN, N>*>(in)..., n_tail,
+      out + tail_offset, (in + tail_offset)...);
+  return cudaPeekAtLastError();
+}
+
+// The entry point. n == 0 launches nothing.
+template <class FactoryT, class R, class... IN>
+cudaError_t launch(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+  static_assert(sizeof...(IN) >= 1 && sizeof...(IN) <= 3, "1 to 3 inputs");
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  constexpr int N = pack_size<R, IN...>();
+  if (all_aligned<N>(out, in...)) return launch_packed<N>(factory, stream, n, out, in...);
+  return launch_packed<1>(factory, stream, n, out, in...);
+}
+
+// The kernel launch() uses for aligned pointers: for register counts and SASS checks.
+template <class FactoryT, class R, class... IN>
+constexpr auto packed_kernel() {
+  return &apply_generic<pack_size<R, IN...>(), FactoryT, R, IN...>;
+}
+
+// A factory for functors that need no arguments.
+template <class F>
+struct SimpleFactory {
+  __device__ F operator()() const { return F{}; }
+};
+
+}  // namespace ew

@@ -1,0 +1,127 @@
+// One instance of an element-wise problem: random inputs from a seed, device buffers, the output
+// poisoned before each checked launch, and the comparison with the CPU reference. The benchmark
+// and the GPU tests both use it, so what is timed is what is tested.
+//
+// Each device array has kGuard spare elements; the operand starts `offset` elements in
+// (0..kGuard-1), so tests can pass misaligned pointers. The check also proves the guard elements
+// around the output still hold the poison: nothing was written outside [0, n).
+#pragma once
+
+#include "tut/buffer.hpp"
+#include "tut/parallel.hpp"
+#include "tut/random.hpp"
+#include "tut/verify.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace ch01 {
+
+struct InputSpec {
+  double lo = -4.0, hi = 4.0;  // uniform range
+  bool specials = true;        // sprinkle ±0, ±inf, NaN, ±1
+};
+
+inline constexpr int kGuard = 8;
+
+template <class R, class... In>
+class ElementwiseInstance {
+ public:
+  using Launch = void (*)(cudaStream_t, std::int64_t, R*, const In*...);
+  using Reference = R (*)(In...);
+
+  ElementwiseInstance(std::int64_t n, std::uint64_t seed, Reference ref, InputSpec spec = {},
+                      tut::Tolerance tol = tut::kExact, int in_offset = 0, int out_offset = 0)
+      : n_(checked_size(n)), ref_(ref), tol_(tol), in_off_(in_offset), out_off_(out_offset), out_(alloc_len()) {
+    if (in_offset < 0 || in_offset >= kGuard || out_offset < 0 || out_offset >= kGuard)
+      throw std::invalid_argument("offsets must be in [0, kGuard)");
+    init_inputs(seed, spec, std::index_sequence_for<In...>{});
+  }
+
+  std::int64_t n() const { return n_; }
+  std::string size() const { return "n=" + std::to_string(n_); }
+  std::size_t working_set() const { return static_cast<std::size_t>(n_) * (sizeof(R) + (sizeof(In) + ... + 0)); }
+
+  R* out() { return out_.data() + out_off_; }
+
+  void run(Launch launch, cudaStream_t stream) {
+    std::apply([&](auto&... d) { launch(stream, n_, out(), (d.data() + in_off_)...); }, dev_in_);
+  }
+  void poison(cudaStream_t stream) { out_.poison(stream); }
+
+  tut::VerifyResult check() {
+    const std::vector<R> got = out_.to_host();
+    const R* o = got.data() + out_off_;
+    std::map<std::int64_t, tut::VerifyResult> parts;  // by first index, so mismatches stay in order
+    std::mutex mu;
+    tut::parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
+      auto part = tut::verify_with(o + b, e - b, [&](std::int64_t i) { return reference_at(b + i); }, tol_);
+      std::lock_guard<std::mutex> lock(mu);
+      parts.emplace(b, std::move(part));
+    });
+    tut::VerifyResult total;
+    for (const auto& [begin, part] : parts) total.merge(part, begin);
+    check_guards(got, total);
+    return total;
+  }
+
+ private:
+  static std::int64_t checked_size(std::int64_t n) {
+    if (n < 0) throw std::invalid_argument("n must be non-negative, got " + std::to_string(n));
+    return n;
+  }
+  std::size_t alloc_len() const { return static_cast<std::size_t>(n_) + kGuard; }
+
+  template <std::size_t... I>
+  void init_inputs(std::uint64_t seed, const InputSpec& spec, std::index_sequence<I...>) {
+    ((std::get<I>(host_in_) = make_input<In>(tut::Random(seed + 1000003 * I), spec)), ...);
+    ((std::get<I>(dev_in_) = tut::DeviceBuffer<In>(alloc_len())), ...);
+    // Guard elements of inputs hold poison too: a kernel that reads them computes garbage there.
+    ((std::get<I>(dev_in_).poison()), ...);
+    ((std::get<I>(dev_in_).upload(std::get<I>(host_in_).data(), n_, in_off_)), ...);
+  }
+
+  template <class T>
+  std::vector<T> make_input(const tut::Random& rng, const InputSpec& spec) const {
+    std::vector<T> v(n_);
+    tut::parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) v[i] = rng.template value<T>(i, spec.lo, spec.hi);
+    });
+    if (spec.specials) tut::sprinkle_specials(v, rng);
+    return v;
+  }
+
+  R reference_at(std::int64_t i) const {
+    return std::apply([&](const auto&... h) { return ref_(h[i]...); }, host_in_);
+  }
+
+  void check_guards(const std::vector<R>& got, tut::VerifyResult& r) const {
+    unsigned char poison[sizeof(R)];
+    std::memset(poison, tut::kPoisonByte, sizeof(R));
+    auto guard = [&](std::int64_t j, std::int64_t logical) {
+      if (std::memcmp(&got[j], poison, sizeof(R)) != 0) {
+        ++r.mismatches;
+        if (r.first.size() < 5) r.first.push_back({logical, "a write outside [0, n)", "the poison left untouched"});
+      }
+    };
+    for (std::int64_t j = 0; j < out_off_; ++j) guard(j, j - out_off_);
+    for (std::int64_t j = out_off_ + n_; j < static_cast<std::int64_t>(got.size()); ++j) guard(j, j - out_off_);
+  }
+
+  std::int64_t n_;
+  Reference ref_;
+  tut::Tolerance tol_;
+  int in_off_, out_off_;
+  tut::DeviceBuffer<R> out_;
+  std::tuple<std::vector<In>...> host_in_;
+  std::tuple<tut::DeviceBuffer<In>...> dev_in_;
+};
+
+}  // namespace ch01
