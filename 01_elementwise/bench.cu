@@ -1,7 +1,7 @@
 // Chapter 01 benchmark: every version of ReLU (f32) and multiply (f16), as a table and JSON.
 //   bench_01_elementwise [--n N] [--problem relu_f32|mul_f16|all] [--version NAME|all] [--list]
 //                        [--reps R] [--warmup W] [--json FILE] [--results-dir DIR] [--no-check]
-#include "problems.cuh"
+#include "tut/elementwise_problem.hpp"
 #include "reference.hpp"
 #include "tut/bench.hpp"
 #include "versions.cuh"
@@ -20,9 +20,9 @@ int main(int argc, char** argv) {
   try {
     if (auto rc = app.parse(argc, argv)) return *rc;
     // Benchmark inputs are finite (no specials): NaN and inf are for the tests.
-    const ch01::InputSpec finite{-4.0, 4.0, false};
-    std::optional<ch01::ElementwiseInstance<float, float>> relu_inst;
-    std::optional<ch01::ElementwiseInstance<__half, __half, __half>> mul_inst;
+    const tut::InputSpec finite{-4.0, 4.0, false};
+    std::optional<tut::ElementwiseInstance<float, float>> relu_inst;
+    std::optional<tut::ElementwiseInstance<__half, __half, __half>> mul_inst;
     if (app.wants(relu.problem.name)) {
       relu_inst.emplace(n, app.seed(), &ch01::relu_ref, finite);
       app.add_ladder(relu, n, *relu_inst);

@@ -5,56 +5,25 @@
 #include "tests/grading.cuh"
 #include "tests/wrong_solutions.cuh"
 #include "tut/gpu_test.hpp"
+#include "tut/ladder_tests.hpp"
 
 #include <string>
 
-namespace {
-
-template <class Ladder, class Grade>
-void grade_ladder(const Ladder& ladder, Grade grade) {
-  for (const auto& v : ladder.versions) {
-    for (std::int64_t n : ch01::kGradeSizes) {
-      const auto r = grade(v.launch, n, 0, 0);
-      CHECK_MESSAGE(r.ok(), ladder.problem.name, " ", v.name, " n=", n, ": ", r.summary());
-    }
-  }
-}
-
-template <class Ladder, class Grade>
-void grade_offsets(const Ladder& ladder, Grade grade) {
-  for (const auto& v : ladder.versions) {
-    if (!v.any_alignment) continue;
-    for (std::int64_t n : {33, 1000, 4099}) {
-      for (int off = 1; off < 8; ++off) {
-        // Same offset for input and output, then different ones (a pointer pair aligned to each
-        // other but not to 16 bytes, and one that is not even aligned to each other).
-        for (int out_off : {off, (off + 3) % 8}) {
-          const auto r = grade(v.launch, n, off, out_off);
-          CHECK_MESSAGE(r.ok(), ladder.problem.name, " ", v.name, " n=", n, " in+", off, " out+", out_off, ": ",
-                        r.summary());
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
-
 TEST_SUITE("gpu") {
   TEST_CASE("relu_f32: every version matches the reference at awkward sizes" * tut::needs_gpu()) {
-    grade_ladder(ch01::relu_ladder(), ch01::grade_relu);
+    tut::check_ladder_sizes(ch01::relu_ladder(), ch01::grade_relu);
   }
 
   TEST_CASE("mul_f16: every version matches the reference at awkward sizes" * tut::needs_gpu()) {
-    grade_ladder(ch01::mul_ladder(), ch01::grade_mul);
+    tut::check_ladder_sizes(ch01::mul_ladder(), ch01::grade_mul);
   }
 
-  TEST_CASE("relu_f32: versions stay correct for pointers offset by 1-7 elements" * tut::needs_gpu()) {
-    grade_offsets(ch01::relu_ladder(), ch01::grade_relu);
+  TEST_CASE("relu_f32: versions stay correct for pointers offset by 0-7 elements" * tut::needs_gpu()) {
+    tut::check_ladder_offsets(ch01::relu_ladder(), ch01::grade_relu);
   }
 
-  TEST_CASE("mul_f16: versions stay correct for pointers offset by 1-7 elements" * tut::needs_gpu()) {
-    grade_offsets(ch01::mul_ladder(), ch01::grade_mul);
+  TEST_CASE("mul_f16: versions stay correct for pointers offset by 0-7 elements" * tut::needs_gpu()) {
+    tut::check_ladder_offsets(ch01::mul_ladder(), ch01::grade_mul);
   }
 
   TEST_CASE("the grader rejects known-wrong solutions" * tut::needs_gpu()) {

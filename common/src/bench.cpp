@@ -149,7 +149,7 @@ void BenchApp::print_table(const std::vector<RunResult>& results) const {
             << device_.l2_bytes / (1 << 20) << " MiB, datasheet DRAM " << fmt("%.0f", device_.theoretical_dram_GBps())
             << " GB/s)\n"
             << "copy ceiling, measured now: " << fmt("%.1f", ceiling_.GBps) << " GB/s (16-byte grid-stride copy, "
-            << ceiling_.bytes / (1 << 20) << " MiB read+written), " << warmup_ << " warm-up, " << reps_
+            << ceiling_.bytes / (1 << 20) << " MiB read+written; best shape: " << ceiling_.shape << "), " << warmup_ << " warm-up, " << reps_
             << " timed reps, seed " << seed_ << ", commit " << build_commit() << "\n";
   std::size_t vw = 7, sw = 7;
   for (const auto& r : results) {
@@ -206,6 +206,7 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
               {"date", date},
               {"copy_ceiling_GBps", ceiling_.GBps},
               {"copy_ceiling_bytes", ceiling_.bytes},
+              {"copy_ceiling_shape", ceiling_.shape},
               {"device",
                {{"compute_capability", std::to_string(device_.cc_major) + "." + std::to_string(device_.cc_minor)},
                 {"sm_count", device_.sm_count},

@@ -76,7 +76,7 @@ std::vector<SassKernel> parse_sass(const std::string& text) {
   //   /*0090*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;  /* 0x... */
   // possibly with a predicate "@P0" or "@!P0" before the opcode.
   static const std::regex function_re(R"(^\s*Function\s*:\s*(\S+))");
-  static const std::regex instr_re(R"(^\s*/\*[0-9a-fA-F]+\*/\s+(.*?)\s*;)");
+  static const std::regex instr_re(R"(^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;)");
   std::vector<SassKernel> out;
   std::istringstream in(text);
   std::smatch m;
@@ -84,12 +84,13 @@ std::vector<SassKernel> parse_sass(const std::string& text) {
     if (std::regex_search(line, m, function_re)) {
       out.push_back({m[1].str(), demangle(m[1].str()), {}});
     } else if (!out.empty() && std::regex_search(line, m, instr_re)) {
-      std::string body = m[1].str();
+      const long address = std::stol(m[1].str(), nullptr, 16);
+      std::string body = m[2].str();
       std::istringstream words(body);
       std::string op;
       words >> op;
       if (!op.empty() && op[0] == '@') words >> op;  // skip the predicate
-      if (!op.empty() && op[0] != '{' && op[0] != '}') out.back().code.push_back({op, body});
+      if (!op.empty() && op[0] != '{' && op[0] != '}') out.back().code.push_back({address, op, body});
     }
   }
   return out;
@@ -128,6 +129,31 @@ const SassKernel& find_kernel(const std::vector<SassKernel>& kernels, std::strin
     throw std::runtime_error(std::to_string(hits) + " kernels match '" + std::string(fragment) +
                              "' (exactly one must); kernels:" + all);
   return *found;
+}
+
+std::vector<SassInstruction> loop_around(const SassKernel& k, std::string_view opcode_prefix) {
+  static const std::regex target_re(R"(\bBRA\b.*?0x([0-9a-fA-F]+))");
+  std::size_t at = 0;
+  while (at < k.code.size() && k.code[at].opcode.compare(0, opcode_prefix.size(), opcode_prefix) != 0) ++at;
+  if (at == k.code.size()) return {};
+  for (std::size_t j = at + 1; j < k.code.size(); ++j) {
+    std::smatch m;
+    if (k.code[j].opcode.compare(0, 3, "BRA") != 0 || !std::regex_search(k.code[j].text, m, target_re)) continue;
+    const long target = std::stol(m[1].str(), nullptr, 16);
+    if (target > k.code[at].address) continue;  // a forward branch: not this loop's back edge
+    std::vector<SassInstruction> body;
+    for (const auto& i : k.code)
+      if (i.address >= target && i.address <= k.code[j].address) body.push_back(i);
+    return body;
+  }
+  return {};
+}
+
+bool same_code(const SassKernel& a, const SassKernel& b) {
+  if (a.code.size() != b.code.size()) return false;
+  for (std::size_t i = 0; i < a.code.size(); ++i)
+    if (a.code[i].text != b.code[i].text) return false;
+  return true;
 }
 
 int count_opcode(const SassKernel& k, std::string_view prefix) {

@@ -37,7 +37,8 @@ TEST_CASE("DeviceBuffer round-trips, poisons and moves" * tut::needs_gpu()) {
   CHECK(empty.to_host().empty());
 }
 
-TEST_CASE("a failing call throws with the expression and CUDA's reason" * tut::needs_gpu()) {
+// compute-sanitizer reports the deliberate API errors below as findings, so this case is skipped there.
+TEST_CASE("a failing call throws with the expression and CUDA's reason" * tut::needs_gpu(tut::under_sanitizer())) {
   try {
     TUT_CUDA(cudaSetDevice(4096));
     FAIL("cudaSetDevice(4096) should have thrown");
@@ -48,7 +49,7 @@ TEST_CASE("a failing call throws with the expression and CUDA's reason" * tut::n
     CHECK(what.find("test_gpu.cu") != std::string::npos);
   }
   // A launch with an impossible block size is reported at the launch site, then cleared.
-  tut::DeviceBuffer<int> d(10);
+  tut::DeviceBuffer<int> d(std::vector<int>(10, 0));
   add_one<<<1, 4096>>>(d.data(), 10);
   CHECK_THROWS_AS(TUT_CHECK_LAUNCH("add_one"), tut::CudaError);
   add_one<<<1, 32>>>(d.data(), 10);
@@ -90,10 +91,14 @@ TEST_CASE("time_kernel returns ordered statistics and runs the launch warmup+rep
 TEST_CASE("the copy ceiling is positive and below the datasheet DRAM bandwidth" * tut::needs_gpu()) {
   const auto d = tut::query_device();
   const auto c = tut::measure_copy_ceiling(5, std::size_t{256} << 20);
-  MESSAGE("copy ceiling " << c.GBps << " GB/s; datasheet " << d.theoretical_dram_GBps() << " GB/s");
+  MESSAGE("copy ceiling " << c.GBps << " GB/s (" << c.shape << "); datasheet " << d.theoretical_dram_GBps() << " GB/s");
   CHECK(c.bytes >= std::size_t{128} << 20);
-  CHECK(c.GBps > 0.2 * d.theoretical_dram_GBps());
-  CHECK(c.GBps < 1.05 * d.theoretical_dram_GBps());
+  CHECK(c.GBps > 0);
+  CHECK(!c.shape.empty());
+  if (!tut::under_sanitizer()) {  // instrumented kernels run far slower
+    CHECK(c.GBps > 0.2 * d.theoretical_dram_GBps());
+    CHECK(c.GBps < 1.05 * d.theoretical_dram_GBps());
+  }
   tut::TimingOptions opt;
   opt.reps = 5;
   const auto m = tut::time_memcpy_d2d(std::size_t{256} << 20, opt);

@@ -31,6 +31,7 @@ TEST_CASE("parse_sass splits kernels, demangles names and drops predicates") {
   CHECK(k[1].name == "probe_two");
   REQUIRE(k[0].code.size() == 6);
   CHECK(k[0].code[1].opcode == "LDG.E.128.CONSTANT");
+  CHECK(k[0].code[1].address == 0x60);
   CHECK(tut::count_memory_ops(k[0], "LDG", 128) == 1);
   CHECK(tut::count_memory_ops(k[0], "STG", 64) == 1);
   CHECK(tut::count_memory_ops(k[0], "LDG", 16) == 1);
@@ -39,6 +40,28 @@ TEST_CASE("parse_sass splits kernels, demangles names and drops predicates") {
   // LDGSTS is an async copy, not a global load.
   CHECK(tut::count_memory_ops(k[1], "LDG", 128) == 0);
   CHECK(tut::count_memory_ops(k[1], "STG", 32) == 1);
+}
+
+TEST_CASE("loop_around finds the body between a back edge's target and the branch") {
+  const auto k = tut::parse_sass(R"sass(
+		Function : loopy
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   ISETP.GE.AND P0, PT, R0, 0x10, PT ;
+        /*0020*/               @P0 BRA 0x70 ;
+        /*0030*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0040*/                   IADD3 R0, R0, 0x1, RZ ;
+        /*0050*/                   ISETP.LT.AND P0, PT, R0, 0x10, PT ;
+        /*0060*/               @P0 BRA 0x30 ;
+        /*0070*/                   EXIT ;
+)sass");
+  REQUIRE(k.size() == 1);
+  const auto body = tut::loop_around(k[0], "LDG");
+  REQUIRE(body.size() == 4);
+  CHECK(body.front().address == 0x30);
+  CHECK(body.back().opcode == "BRA");
+  CHECK(tut::loop_around(k[0], "S2R").empty());
+  CHECK(tut::loop_around(k[0], "FFMA").empty());
+  CHECK(tut::same_code(k[0], k[0]));
 }
 
 TEST_CASE("access_bits reads the width modifier") {

@@ -16,6 +16,7 @@
 namespace tut {
 
 struct SassInstruction {
+  long address = 0;       // byte offset in the kernel, as printed: /*0130*/
   std::string opcode;     // "LDG.E.128.CONSTANT"
   std::string text;       // the whole instruction, without address and encoding
 };
@@ -50,6 +51,14 @@ int count_opcode(const SassKernel& k, std::string_view prefix);
 // Access width in bits of a load/store opcode: .128 -> 128, .64 -> 64, .U16/.S16 -> 16,
 // .U8/.S8 -> 8, otherwise 32.
 int access_bits(std::string_view opcode);
+
+// The body of the innermost loop around the first instruction whose opcode starts with
+// `opcode_prefix`: from the target of the nearest backward BRA after it, to that BRA. Empty when
+// the instruction is not inside a loop. Use it to compare per-iteration cost.
+std::vector<SassInstruction> loop_around(const SassKernel& k, std::string_view opcode_prefix);
+
+// True when two kernels have the same instructions, operands included.
+bool same_code(const SassKernel& a, const SassKernel& b);
 
 // Memory instructions of a kind ("LDG", "STG", "LDS", ...) with the given width in bits.
 int count_memory_ops(const SassKernel& k, std::string_view kind, int bits);

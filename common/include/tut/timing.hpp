@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace tut {
@@ -37,10 +38,12 @@ struct CopyCeiling {
   double GBps = 0;           // bytes read + bytes written per second, median repetition
   std::size_t bytes = 0;     // bytes moved per repetition (read + write)
   Stats stats;
+  std::string shape;         // the launch shape that achieved it
 };
 
-// The device's copy bandwidth, measured now: a grid-stride copy moving 16 bytes per thread per
-// iteration over max(min_bytes, 8 x L2) of source (less only if free memory is short).
+// The device's copy bandwidth, measured now: a grid-stride copy of 16-byte values over
+// max(min_bytes, 8 x L2) of source (less only if free memory is short), timed in a few launch
+// shapes (1 or 4 loads in flight per thread, 4 or 32 waves of blocks); the best one counts.
 CopyCeiling measure_copy_ceiling(int reps = 30, std::size_t min_bytes = std::size_t{1} << 30);
 
 // cudaMemcpyAsync device-to-device over the same size: the library's copy, for comparison.

@@ -1,6 +1,6 @@
-// One instance of an element-wise problem: random inputs from a seed, device buffers, the output
-// poisoned before each checked launch, and the comparison with the CPU reference. The benchmark
-// and the GPU tests both use it, so what is timed is what is tested.
+// One instance of an element-wise problem (one output, 1-3 inputs, out[i] = ref(in[i]...)): random inputs from a seed, device buffers, the output
+// poisoned before each checked launch, and the comparison with the CPU reference. A chapter's
+// benchmark and its GPU tests both use it, so what is timed is what is tested.
 //
 // Each device array has kGuard spare elements; the operand starts `offset` elements in
 // (0..kGuard-1), so tests can pass misaligned pointers. The check also proves the guard elements
@@ -19,10 +19,11 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-namespace ch01 {
+namespace tut {
 
 struct InputSpec {
   double lo = -4.0, hi = 4.0;  // uniform range
@@ -38,7 +39,7 @@ class ElementwiseInstance {
   using Reference = R (*)(In...);
 
   ElementwiseInstance(std::int64_t n, std::uint64_t seed, Reference ref, InputSpec spec = {},
-                      tut::Tolerance tol = tut::kExact, int in_offset = 0, int out_offset = 0)
+                      Tolerance tol = kExact, int in_offset = 0, int out_offset = 0)
       : n_(checked_size(n)), ref_(ref), tol_(tol), in_off_(in_offset), out_off_(out_offset), out_(alloc_len()) {
     if (in_offset < 0 || in_offset >= kGuard || out_offset < 0 || out_offset >= kGuard)
       throw std::invalid_argument("offsets must be in [0, kGuard)");
@@ -56,17 +57,17 @@ class ElementwiseInstance {
   }
   void poison(cudaStream_t stream) { out_.poison(stream); }
 
-  tut::VerifyResult check() {
+  VerifyResult check() {
     const std::vector<R> got = out_.to_host();
     const R* o = got.data() + out_off_;
-    std::map<std::int64_t, tut::VerifyResult> parts;  // by first index, so mismatches stay in order
+    std::map<std::int64_t, VerifyResult> parts;  // by first index, so mismatches stay in order
     std::mutex mu;
-    tut::parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
-      auto part = tut::verify_with(o + b, e - b, [&](std::int64_t i) { return reference_at(b + i); }, tol_);
+    parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
+      auto part = verify_with(o + b, e - b, [&](std::int64_t i) { return reference_at(b + i); }, tol_);
       std::lock_guard<std::mutex> lock(mu);
       parts.emplace(b, std::move(part));
     });
-    tut::VerifyResult total;
+    VerifyResult total;
     for (const auto& [begin, part] : parts) total.merge(part, begin);
     check_guards(got, total);
     return total;
@@ -81,20 +82,22 @@ class ElementwiseInstance {
 
   template <std::size_t... I>
   void init_inputs(std::uint64_t seed, const InputSpec& spec, std::index_sequence<I...>) {
-    ((std::get<I>(host_in_) = make_input<In>(tut::Random(seed + 1000003 * I), spec)), ...);
-    ((std::get<I>(dev_in_) = tut::DeviceBuffer<In>(alloc_len())), ...);
+    ((std::get<I>(host_in_) = make_input<In>(Random(seed + 1000003 * I), spec)), ...);
+    ((std::get<I>(dev_in_) = DeviceBuffer<In>(alloc_len())), ...);
     // Guard elements of inputs hold poison too: a kernel that reads them computes garbage there.
     ((std::get<I>(dev_in_).poison()), ...);
     ((std::get<I>(dev_in_).upload(std::get<I>(host_in_).data(), n_, in_off_)), ...);
   }
 
   template <class T>
-  std::vector<T> make_input(const tut::Random& rng, const InputSpec& spec) const {
+  std::vector<T> make_input(const Random& rng, const InputSpec& spec) const {
     std::vector<T> v(n_);
-    tut::parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
+    parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) v[i] = rng.template value<T>(i, spec.lo, spec.hi);
     });
-    if (spec.specials) tut::sprinkle_specials(v, rng);
+    if constexpr (!std::is_integral_v<T>) {
+      if (spec.specials) sprinkle_specials(v, rng);
+    }
     return v;
   }
 
@@ -102,9 +105,9 @@ class ElementwiseInstance {
     return std::apply([&](const auto&... h) { return ref_(h[i]...); }, host_in_);
   }
 
-  void check_guards(const std::vector<R>& got, tut::VerifyResult& r) const {
+  void check_guards(const std::vector<R>& got, VerifyResult& r) const {
     unsigned char poison[sizeof(R)];
-    std::memset(poison, tut::kPoisonByte, sizeof(R));
+    std::memset(poison, kPoisonByte, sizeof(R));
     auto guard = [&](std::int64_t j, std::int64_t logical) {
       if (std::memcmp(&got[j], poison, sizeof(R)) != 0) {
         ++r.mismatches;
@@ -117,11 +120,35 @@ class ElementwiseInstance {
 
   std::int64_t n_;
   Reference ref_;
-  tut::Tolerance tol_;
+  Tolerance tol_;
   int in_off_, out_off_;
-  tut::DeviceBuffer<R> out_;
+  DeviceBuffer<R> out_;
   std::tuple<std::vector<In>...> host_in_;
-  std::tuple<tut::DeviceBuffer<In>...> dev_in_;
+  std::tuple<DeviceBuffer<In>...> dev_in_;
 };
 
-}  // namespace ch01
+// The awkward sizes every element-wise version is graded at: empty, single, around a warp,
+// around a block, primes, 2^20+1, and one large size that is not a multiple of any pack width.
+inline const std::vector<std::int64_t> kGradeSizes = {0,   1,   7,    31,   32,           33,
+                                                      255, 1000, 4099, (1 << 20) + 1, (std::int64_t{1} << 26) + 3};
+
+// A seed per (problem, n, offsets), derived from the printed test seed.
+inline std::uint64_t case_seed(std::uint64_t salt, std::int64_t n, int in_off, int out_off) {
+  return splitmix64(test_seed() ^ splitmix64(salt * 1000003 + static_cast<std::uint64_t>(n) * 64 +
+                                             static_cast<std::uint64_t>(in_off) * 8 + static_cast<std::uint64_t>(out_off)));
+}
+
+// One graded launch: fresh inputs (with special values unless spec says otherwise), a poisoned
+// output, the launch, and the full comparison including the guard elements.
+template <class R, class... In>
+VerifyResult grade_elementwise(typename ElementwiseInstance<R, In...>::Launch launch,
+                               typename ElementwiseInstance<R, In...>::Reference ref, std::uint64_t salt,
+                               std::int64_t n, int in_off = 0, int out_off = 0, InputSpec spec = {},
+                               Tolerance tol = kExact) {
+  ElementwiseInstance<R, In...> inst(n, case_seed(salt, n, in_off, out_off), ref, spec, tol, in_off, out_off);
+  inst.poison(nullptr);
+  inst.run(launch, nullptr);
+  return inst.check();
+}
+
+}  // namespace tut
