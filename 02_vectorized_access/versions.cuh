@@ -46,8 +46,10 @@ inline const tut::Ladder<CopyLaunch>& copy_ladder() {
            TUT_KERNEL(copy_kernel<int2>), false},
           {"copy_int4", "int4: 16 bytes per access, any remainder in the tail", &copy_vectorized<int4>,
            TUT_KERNEL(copy_kernel<int4>), false},
-          {"copy_int4_checked", "copy_int4 if both pointers are 16-byte aligned, else scalar", &copy_int4_checked,
-           TUT_KERNEL(copy_kernel<int4>), true},
+          {"copy_int4_tiles", "int4, one 16 KiB tile per block, 4 loads in flight per thread", &copy_int4_tiles,
+           TUT_KERNEL(copy_int4_tiles_kernel), false},
+          {"copy_tiles_checked", "copy_int4_tiles if both pointers are 16-byte aligned, else scalar",
+           &copy_tiles_checked, TUT_KERNEL(copy_int4_tiles_kernel), true},
           {"cudaMemcpyAsync", "peer: the driver's device-to-device copy", &copy_memcpy, nullptr, true},
       }};
   return ladder;

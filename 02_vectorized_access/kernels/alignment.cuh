@@ -15,8 +15,8 @@
 
 namespace ch02 {
 
-inline void copy_int4_checked(cudaStream_t s, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
-  if (ew::all_aligned<4>(out, in)) copy_vectorized<int4>(s, n, out, in);
+inline void copy_tiles_checked(cudaStream_t s, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
+  if (ew::all_aligned<4>(out, in)) copy_int4_tiles(s, n, out, in);
   else copy_vectorized<std::int32_t>(s, n, out, in);
 }
 

@@ -18,6 +18,7 @@
 
 #include "kernels/launch.cuh"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace ch02 {
@@ -41,6 +42,46 @@ void copy_vectorized(cudaStream_t stream, std::int64_t n, std::int32_t* out, con
   const Grid g = grid_for(n_vec);
   copy_kernel<Vec><<<g.blocks, kBlock, 0, stream>>>(in, out, n_vec, n, g.stride);
   TUT_CHECK_LAUNCH("copy_kernel");
+}
+
+// copy_int4_tiles: one contiguous tile of kBlock x kLoads int4 per block, kLoads independent
+// 16-byte loads in flight per thread before any store, and as many blocks as there are tiles.
+//
+// What changed from copy_int4: no long-lived grid-stride loop. Each block reads one 16 KiB
+// stretch and retires; the hardware keeps every SM full of fresh blocks. Why it helps: four
+// loads are outstanding per thread instead of one, and the blocks in flight at any moment touch a
+// compact range of addresses instead of the grid's whole stride, which DRAM serves more
+// efficiently. On the H100 this closes most of the last few percent to cudaMemcpyAsync.
+// The partial last tile and the n % 4 elements are copied by the whole grid after the tiles.
+inline constexpr int kTileLoads = 4;
+
+__global__ void __launch_bounds__(kBlock)
+    copy_int4_tiles_kernel(const std::int32_t* __restrict__ in, std::int32_t* __restrict__ out, std::int64_t n_vec,
+                           std::int64_t n, std::int64_t n_tiles) {
+  constexpr std::int64_t kTile = std::int64_t{kBlock} * kTileLoads;
+  const int4* __restrict__ vin = reinterpret_cast<const int4*>(in);
+  int4* __restrict__ vout = reinterpret_cast<int4*>(out);
+  for (std::int64_t t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+    const std::int64_t base = t * kTile + threadIdx.x;
+    int4 v[kTileLoads];
+#pragma unroll
+    for (int u = 0; u < kTileLoads; ++u) v[u] = vin[base + u * kBlock];
+#pragma unroll
+    for (int u = 0; u < kTileLoads; ++u) vout[base + u * kBlock] = v[u];
+  }
+  const std::int64_t tid = global_thread();
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kBlock;
+  for (std::int64_t i = n_tiles * kTile + tid; i < n_vec; i += stride) vout[i] = vin[i];
+  for (std::int64_t i = n_vec * 4 + tid; i < n; i += stride) out[i] = in[i];
+}
+
+inline void copy_int4_tiles(cudaStream_t stream, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
+  if (n == 0) return;
+  const std::int64_t n_vec = n / 4;
+  const std::int64_t n_tiles = n_vec / (std::int64_t{kBlock} * kTileLoads);
+  const std::int64_t blocks = std::min<std::int64_t>(std::max<std::int64_t>(n_tiles, 1), 0x7fffffff);
+  copy_int4_tiles_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(in, out, n_vec, n, n_tiles);
+  TUT_CHECK_LAUNCH("copy_int4_tiles_kernel");
 }
 
 // The library's copy, as a peer row: what the driver's own device-to-device copy achieves.

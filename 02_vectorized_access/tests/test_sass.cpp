@@ -36,6 +36,17 @@ TEST_CASE("copy_int4 moves 128 bits per access, copy_int2 64, copy_scalar 32" * 
   CHECK(tut::count_memory_ops(v2, "LDG", 32) >= 1);
 }
 
+TEST_CASE("copy_int4_tiles issues its four 16-byte loads before the first store" * doctest::skip(kNoCuobjdump)) {
+  const auto loop = tut::loop_around(kernel("copy_int4_tiles_kernel"), "LDG.E.128");
+  REQUIRE(!loop.empty());
+  int loads_before_store = 0;
+  for (const auto& i : loop) {
+    if (i.opcode.rfind("STG", 0) == 0) break;
+    loads_before_store += i.opcode.rfind("LDG.E.128", 0) == 0;
+  }
+  CHECK(loads_before_store >= 4);
+}
+
 TEST_CASE("k0, k2, k3 and k4 load and store 128 bits; k1 moves one half per access" * doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"mul_k0_packed", "mul_k2_cast_in_loop", "mul_k3_half_index", "mul_k4_int4_container"}) {
     const auto& k = kernel(name);
@@ -86,7 +97,7 @@ TEST_CASE("the half products are paired: two per instruction" * doctest::skip(kN
 }
 
 TEST_CASE("no version spills to local memory" * doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"copy_kernel<int4>", "copy_kernel<int2>", "copy_kernel<int>", "mul_k0_packed",
+  for (const char* name : {"copy_int4_tiles_kernel", "copy_kernel<int4>", "copy_kernel<int2>", "copy_kernel<int>", "mul_k0_packed",
                            "mul_k1_from_global", "mul_k2_cast_in_loop", "mul_k3_half_index", "mul_k4_int4_container"}) {
     INFO(name);
     CHECK(tut::count_opcode(kernel(name), "LDL") + tut::count_opcode(kernel(name), "STL") == 0);

@@ -43,7 +43,8 @@ struct CopyCeiling {
 
 // The device's copy bandwidth, measured now: a grid-stride copy of 16-byte values over
 // max(min_bytes, 8 x L2) of source (less only if free memory is short), timed in a few launch
-// shapes (1 or 4 loads in flight per thread, 4 or 32 waves of blocks); the best one counts.
+// shapes (grid-stride loops with 1 or 4 loads in flight per thread, and one 16 KiB tile per
+// block); the best one counts.
 CopyCeiling measure_copy_ceiling(int reps = 30, std::size_t min_bytes = std::size_t{1} << 30);
 
 // cudaMemcpyAsync device-to-device over the same size: the library's copy, for comparison.
