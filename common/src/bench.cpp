@@ -148,7 +148,7 @@ void BenchApp::print_table(const std::vector<RunResult>& results) const {
   std::cout << "\n" << chapter_ << " on " << device_.name << " (" << device_.sm_count << " SMs, L2 "
             << device_.l2_bytes / (1 << 20) << " MiB, datasheet DRAM " << fmt("%.0f", device_.theoretical_dram_GBps())
             << " GB/s)\n"
-            << "copy ceiling, measured now: " << fmt("%.1f", ceiling_.GBps) << " GB/s (16-byte grid-stride copy, "
+            << "copy ceiling, measured now: " << fmt("%.1f", ceiling_.GBps) << " GB/s (16-byte copy, "
             << ceiling_.bytes / (1 << 20) << " MiB read+written; best shape: " << ceiling_.shape << "), " << warmup_ << " warm-up, " << reps_
             << " timed reps, seed " << seed_ << ", commit " << build_commit() << "\n";
   std::size_t vw = 7, sw = 7;
