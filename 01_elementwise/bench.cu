@@ -23,14 +23,8 @@ int main(int argc, char** argv) {
     const tut::InputSpec finite{-4.0, 4.0, false};
     std::optional<tut::ElementwiseInstance<float, float>> relu_inst;
     std::optional<tut::ElementwiseInstance<__half, __half, __half>> mul_inst;
-    if (app.wants(relu.problem.name)) {
-      relu_inst.emplace(n, app.seed(), &ch01::relu_ref, finite);
-      app.add_ladder(relu, n, *relu_inst);
-    }
-    if (app.wants(mul.problem.name)) {
-      mul_inst.emplace(n, app.seed(), &ch01::mul_ref, finite);
-      app.add_ladder(mul, n, *mul_inst);
-    }
+    app.add_instance(relu_inst, relu, n, &ch01::relu_ref, finite);
+    app.add_instance(mul_inst, mul, n, &ch01::mul_ref, finite);
     return app.run();
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -25,9 +25,7 @@ using MulLaunch = void (*)(cudaStream_t, std::int64_t n, __half* z, const __half
 // Floors: ReLU reads 4 bytes and writes 4 per element; the product reads 2 + 2 and writes 2.
 inline const tut::Ladder<ReluLaunch>& relu_ladder() {
   static const tut::Ladder<ReluLaunch> ladder{
-      {"relu_f32", "y = max(x, 0) on float32, NaN-propagating",
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n) * 8; },
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n); }},
+      tut::per_element("relu_f32", "y = max(x, 0) on float32, NaN-propagating", 8, 1),
       {
           {"v0_naive", "one thread per element, grid = ceil(n/256), bounds-checked", &v0_naive<Relu, float, float>,
            TUT_KERNEL(v0_naive_kernel<Relu, float, float>), true},
@@ -47,9 +45,7 @@ inline const tut::Ladder<ReluLaunch>& relu_ladder() {
 
 inline const tut::Ladder<MulLaunch>& mul_ladder() {
   static const tut::Ladder<MulLaunch> ladder{
-      {"mul_f16", "z = x * y on half",
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n) * 6; },
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n); }},
+      tut::per_element("mul_f16", "z = x * y on half", 6, 1),
       {
           {"v0_naive", "one thread per element, grid = ceil(n/256), bounds-checked",
            &v0_naive<Mul, __half, __half, __half>, TUT_KERNEL(v0_naive_kernel<Mul, __half, __half, __half>), true},

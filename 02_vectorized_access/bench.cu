@@ -26,18 +26,9 @@ int main(int argc, char** argv) {
     std::optional<tut::ElementwiseInstance<std::int32_t, std::int32_t>> copy_inst;
     std::optional<tut::ElementwiseInstance<__half, __half, __half>> mul_inst;
     std::optional<tut::ElementwiseInstance<__half, __half, __half, __half>> fma_inst;
-    if (app.wants(copy.problem.name)) {
-      copy_inst.emplace(n, app.seed(), &ch02::copy_ref, finite);
-      app.add_ladder(copy, n, *copy_inst);
-    }
-    if (app.wants(mul.problem.name)) {
-      mul_inst.emplace(n, app.seed(), &ch02::mul_ref, finite);
-      app.add_ladder(mul, n, *mul_inst);
-    }
-    if (app.wants(fma.problem.name)) {
-      fma_inst.emplace(n, app.seed(), &ch02::fma_ref, finite);
-      app.add_ladder(fma, n, *fma_inst);
-    }
+    app.add_instance(copy_inst, copy, n, &ch02::copy_ref, finite);
+    app.add_instance(mul_inst, mul, n, &ch02::mul_ref, finite);
+    app.add_instance(fma_inst, fma, n, &ch02::fma_ref, finite);
     return app.run();
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -37,8 +37,7 @@ void generic(cudaStream_t s, std::int64_t n, __half* z, const In*... in) {
 
 inline const tut::Ladder<CopyLaunch>& copy_ladder() {
   static const tut::Ladder<CopyLaunch> ladder{
-      {"copy_i32", "out = in on int32",
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n) * 8; }, [](std::int64_t) { return std::uint64_t{0}; }},
+      tut::per_element("copy_i32", "out = in on int32", 8, 0),
       {
           {"copy_scalar", "one int (4 bytes) per thread per iteration", &copy_vectorized<std::int32_t>,
            TUT_KERNEL(copy_kernel<std::int32_t>), true},
@@ -57,9 +56,7 @@ inline const tut::Ladder<CopyLaunch>& copy_ladder() {
 
 inline const tut::Ladder<MulLaunch>& mul_ladder() {
   static const tut::Ladder<MulLaunch> ladder{
-      {"mul_f16", "z = x * y on half",
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n) * 6; },
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n); }},
+      tut::per_element("mul_f16", "z = x * y on half", 6, 1),
       {
           {"k0_packed", "Packed<half, 8> structs copied whole into registers", &mul_k0, TUT_KERNEL(mul_k0_packed),
            false},
@@ -82,9 +79,7 @@ inline const tut::Ladder<MulLaunch>& mul_ladder() {
 
 inline const tut::Ladder<FmaLaunch>& fma_ladder() {
   static const tut::Ladder<FmaLaunch> ladder{
-      {"fma_f16", "z = a * x + y on half, one rounding",
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n) * 8; },
-       [](std::int64_t n) { return static_cast<std::uint64_t>(n) * 2; }},
+      tut::per_element("fma_f16", "z = a * x + y on half, one rounding", 8, 2),
       {
           {"generic", "reference row: chapter 01's template (packs + __hfma2)", &generic<Fma, __half, __half, __half>,
            reinterpret_cast<const void*>(ew::packed_kernel<ew::SimpleFactory<Fma>, __half, __half, __half, __half>()),

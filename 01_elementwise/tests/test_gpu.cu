@@ -59,16 +59,10 @@ TEST_SUITE("large") {
   const std::int64_t kHuge = (std::int64_t{1} << 31) + 9;
 
   TEST_CASE("relu_f32: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{24} << 30)) {
-    for (const auto& v : ch01::relu_ladder().versions) {
-      const auto r = ch01::grade_relu(v.launch, kHuge);
-      CHECK_MESSAGE(r.ok(), v.name, ": ", r.summary());
-    }
+    tut::check_ladder_at(ch01::relu_ladder(), ch01::grade_relu, kHuge);
   }
 
   TEST_CASE("mul_f16: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{24} << 30)) {
-    for (const auto& v : ch01::mul_ladder().versions) {
-      const auto r = ch01::grade_mul(v.launch, kHuge);
-      CHECK_MESSAGE(r.ok(), v.name, ": ", r.summary());
-    }
+    tut::check_ladder_at(ch01::mul_ladder(), ch01::grade_mul, kHuge);
   }
 }

@@ -61,15 +61,9 @@ TEST_SUITE("gpu") {
 TEST_SUITE("large") {
   const std::int64_t kHuge = (std::int64_t{1} << 31) + 9;
   TEST_CASE("copy_i32: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{24} << 30)) {
-    for (const auto& v : ch02::copy_ladder().versions) {
-      const auto r = ch02::grade_copy(v.launch, kHuge);
-      CHECK_MESSAGE(r.ok(), v.name, ": ", r.summary());
-    }
+    tut::check_ladder_at(ch02::copy_ladder(), ch02::grade_copy, kHuge);
   }
   TEST_CASE("mul_f16: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{24} << 30)) {
-    for (const auto& v : ch02::mul_ladder().versions) {
-      const auto r = ch02::grade_mul(v.launch, kHuge);
-      CHECK_MESSAGE(r.ok(), v.name, ": ", r.summary());
-    }
+    tut::check_ladder_at(ch02::mul_ladder(), ch02::grade_mul, kHuge);
   }
 }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tut {
@@ -89,6 +90,15 @@ class BenchApp {
       c.check = [&instance] { return instance.check(); };
       add(std::move(c));
     }
+  }
+
+  // When the ladder's problem is selected: builds its instance in `slot` from (n, seed, args...)
+  // and adds the ladder's selected versions.
+  template <class Instance, class Launch, class... Args>
+  void add_instance(std::optional<Instance>& slot, const Ladder<Launch>& ladder, std::int64_t n, Args&&... args) {
+    if (!wants(ladder.problem.name)) return;
+    slot.emplace(n, seed_, std::forward<Args>(args)...);
+    add_ladder(ladder, n, *slot);
   }
 
   // Times every case, prints the table, writes JSON. Returns the process exit code.

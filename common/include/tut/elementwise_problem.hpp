@@ -92,12 +92,19 @@ class ElementwiseInstance {
   template <class T>
   std::vector<T> make_input(const Random& rng, const InputSpec& spec) const {
     std::vector<T> v(n_);
+    [[maybe_unused]] std::vector<T> specials;
+    if constexpr (!std::is_integral_v<T>) specials = special_values<T>();
     parallel_chunks(n_, [&](int, std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) v[i] = rng.template value<T>(i, spec.lo, spec.hi);
+      for (std::int64_t i = b; i < e; ++i) {
+        v[i] = rng.template value<T>(i, spec.lo, spec.hi);
+        if constexpr (!std::is_integral_v<T>) {
+          if (spec.specials) {
+            const int slot = special_slot(i, n_, rng, static_cast<int>(specials.size()));
+            if (slot >= 0) v[i] = specials[slot];
+          }
+        }
+      }
     });
-    if constexpr (!std::is_integral_v<T>) {
-      if (spec.specials) sprinkle_specials(v, rng);
-    }
     return v;
   }
 

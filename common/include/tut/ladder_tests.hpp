@@ -19,6 +19,15 @@ void check_ladder_sizes(const Ladder& ladder, Grade grade) {
   }
 }
 
+// Every version at one size (the > 2^31-element tests).
+template <class Ladder, class Grade>
+void check_ladder_at(const Ladder& ladder, Grade grade, std::int64_t n) {
+  for (const auto& v : ladder.versions) {
+    const auto r = grade(v.launch, n, 0, 0);
+    CHECK_MESSAGE(r.ok(), ladder.problem.name, " ", v.name, " n=", n, ": ", r.summary());
+  }
+}
+
 // Offsets 0-7 elements for input and output: equal offsets (pointers aligned to each other but
 // not to 16 bytes) and offsets 3 apart (not even aligned to each other).
 template <class Ladder, class Grade>

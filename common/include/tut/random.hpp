@@ -61,19 +61,24 @@ std::vector<T> special_values() {
   return {h(0.0f), h(-0.0f), h(inf), h(-inf), h(std::nanf("")), h(-1.0f), h(1.0f)};
 }
 
-// Overwrites the first and last elements, and about one in `every` elsewhere, with the special
-// values (±0, ±inf, NaN, ±1), at positions chosen from the seed.
+// Where the special values (±0, ±inf, NaN, ±1) go in an n-element input: the first and last
+// seven elements, and about one in `every` elsewhere, at positions chosen from the seed. A pure
+// function of the index, so a parallel fill can place them. Returns the index into
+// special_values<T>(), or -1 for "keep the random value".
+inline int special_slot(std::uint64_t i, std::uint64_t n, const Random& rng, int count = 7, std::uint64_t every = 61) {
+  const std::uint64_t k = static_cast<std::uint64_t>(count);
+  if (i < k) return static_cast<int>(i);
+  if (i + k >= n) return static_cast<int>((n - 1 - i + 3) % k);
+  const std::uint64_t b = rng.bits(i ^ 0xA5A5A5A5ull);
+  return b % every == 0 ? static_cast<int>((b >> 32) % k) : -1;
+}
+
+// Overwrites the elements special_slot() picks with the special values.
 template <class T>
-void sprinkle_specials(std::vector<T>& v, const Random& rng, std::uint64_t every = 61) {
+void sprinkle_specials(std::vector<T>& v, const Random& rng) {
   const auto specials = special_values<T>();
-  const std::size_t n = v.size();
-  if (n == 0) return;
-  for (std::size_t k = 0; k < specials.size() && k < n; ++k) v[k] = specials[k];
-  for (std::size_t k = 0; k < specials.size() && k < n; ++k) v[n - 1 - k] = specials[(k + 3) % specials.size()];
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t b = rng.bits(i ^ 0xA5A5A5A5ull);
-    if (b % every == 0) v[i] = specials[(b >> 32) % specials.size()];
-  }
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (const int s = special_slot(i, v.size(), rng, static_cast<int>(specials.size())); s >= 0) v[i] = specials[s];
 }
 
 // The seed for tests: TUT_SEED from the environment, else a fixed default. Printed by the

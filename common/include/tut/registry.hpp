@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,16 @@ namespace tut {
 struct Problem {
   const char* name;         // "relu_f32": the key in results JSON
   const char* description;  // one line for the table header
-  std::uint64_t (*bytes)(std::int64_t n);
-  std::uint64_t (*flops)(std::int64_t n);
+  std::function<std::uint64_t(std::int64_t n)> bytes;
+  std::function<std::uint64_t(std::int64_t n)> flops;
 };
+
+// The model of an element-wise problem: a fixed number of bytes and operations per element.
+inline Problem per_element(const char* name, const char* description, std::uint64_t bytes_per_element,
+                           std::uint64_t flops_per_element) {
+  return {name, description, [=](std::int64_t n) { return static_cast<std::uint64_t>(n) * bytes_per_element; },
+          [=](std::int64_t n) { return static_cast<std::uint64_t>(n) * flops_per_element; }};
+}
 
 template <class Launch>
 struct Version {
