@@ -143,14 +143,4 @@ CopyCeiling measure_copy_ceiling(int reps, std::size_t min_bytes) {
   return best;
 }
 
-Stats time_memcpy_d2d(std::size_t bytes, const TimingOptions& opt) {
-  DeviceBuffer<unsigned char> src(bytes), dst(bytes);
-  src.fill_bytes(1);
-  return time_kernel(
-      [&](cudaStream_t s) {
-        TUT_CUDA(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
-      },
-      opt);
-}
-
 }  // namespace tut

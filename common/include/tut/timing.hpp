@@ -47,7 +47,4 @@ struct CopyCeiling {
 // block); the best one counts.
 CopyCeiling measure_copy_ceiling(int reps = 30, std::size_t min_bytes = std::size_t{1} << 30);
 
-// cudaMemcpyAsync device-to-device over the same size: the library's copy, for comparison.
-Stats time_memcpy_d2d(std::size_t bytes, const TimingOptions& opt);
-
 }  // namespace tut
