@@ -1,6 +1,7 @@
 // One instance of an element-wise problem (one output, 1-3 inputs, out[i] = ref(in[i]...)):
-// random inputs from a seed, device buffers, the output poisoned before each checked launch, and the comparison with the CPU reference. A chapter's
-// benchmark and its GPU tests both use it, so what is timed is what is tested.
+// random inputs from a seed, device buffers, the output poisoned before each checked launch,
+// and the comparison with the CPU reference. A chapter's benchmark and its GPU tests both use
+// it, so what is timed is what is tested.
 //
 // Each device array has kGuard spare elements; the operand starts `offset` elements in
 // (0..kGuard-1), so tests can pass misaligned pointers. The check also proves the guard elements
