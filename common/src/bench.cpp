@@ -3,6 +3,7 @@
 #include "tut/check.hpp"
 #include "tut/random.hpp"
 
+#include <cuda_profiler_api.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
+#include <limits>
 #include <sstream>
 
 extern "C" const char* tut_build_commit_string();
@@ -24,115 +25,26 @@ std::string build_commit() {
   return tut_build_commit_string();
 }
 
-BenchApp::BenchApp(std::string chapter, std::string description)
-    : chapter_(std::move(chapter)), description_(std::move(description)), app_(description_, chapter_) {
-  app_.add_option("--problem", problem_sel_, "Problem to run, or 'all'");
-  app_.add_option("--version", version_sel_, "Version to run (see --list), or 'all'");
-  app_.add_flag("--list", list_, "List the problems and versions, then exit");
-  app_.add_option("--reps", reps_, "Timed repetitions per version")->check(CLI::Range(1, 100000));
-  app_.add_option("--warmup", warmup_, "Untimed launches before timing")->check(CLI::Range(0, 100000));
-  app_.add_option("--json", json_path_, "Write the results to this JSON file");
-  app_.add_option("--results-dir", results_dir_,
-                  "Write the results to DIR/<gpu>.json (what the Meson benchmark target does)");
-  app_.add_flag("--no-check", no_check_, "Skip the comparisons with the CPU reference");
-  seed_ = test_seed();
-  app_.add_option("--seed", seed_, "Seed for the random inputs (default: $TUT_SEED or fixed)");
-}
-
-void BenchApp::add_problem(const std::string& problem, const std::vector<std::string>& versions) {
-  problems_.emplace_back(problem, versions);
-}
-
-bool BenchApp::wants(const std::string& problem) const {
-  return problem_sel_ == "all" || problem_sel_ == problem;
-}
-
-bool BenchApp::wants(const std::string& problem, const std::string& version) const {
-  return wants(problem) && (version_sel_ == "all" || version_sel_ == version);
-}
-
-std::optional<int> BenchApp::parse(int argc, char** argv) {
-  try {
-    app_.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app_.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app_.exit(e);  // prints CLI11's message and usage hint
-    return 2;
-  }
-  if (list_) {
-    for (const auto& [p, versions] : problems_) {
-      std::cout << p << "\n";
-      for (const auto& v : versions) std::cout << "  " << v << "\n";
-    }
-    return 0;
-  }
-  bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all";
-  for (const auto& [p, versions] : problems_) {
-    if (p == problem_sel_) problem_ok = true;
-    if (wants(p) && std::find(versions.begin(), versions.end(), version_sel_) != versions.end()) version_ok = true;
-  }
-  if (!problem_ok || !version_ok) {
-    std::cerr << "error: no " << (problem_ok ? "version '" + version_sel_ + "'" : "problem '" + problem_sel_ + "'")
-              << " in " << chapter_ << " (see --list)\n";
-    return 2;
-  }
-  if (!has_cuda_device()) {
-    std::cout << "no CUDA device: skipping the " << chapter_ << " benchmark\n";
-    return 77;
-  }
-  device_ = query_device();
-  ceiling_ = measure_copy_ceiling();
-  return std::nullopt;
-}
-
-RunResult BenchApp::run_case(const BenchCase& c, double ceiling_GBps) {
-  RunResult r;
-  r.c = c;
-  const bool check = !no_check_ && c.check;
-  auto verify_now = [&](const char* when) {
-    TUT_CUDA(cudaDeviceSynchronize());
-    const VerifyResult v = c.check();
-    if (!v.ok() && r.check != "FAIL") {
-      r.check = "FAIL";
-      r.check_detail = std::string(when) + ": " + v.summary();
-    }
-  };
-  r.check = check ? "pass" : "skipped";
-  if (check) {
-    c.poison(nullptr);
-    c.run(nullptr);
-    verify_now("first run");
-  }
-  TimingOptions opt;
-  opt.warmup = warmup_;
-  opt.reps = reps_;
-  opt.flush_bytes = l2_flush_bytes(c.working_set ? c.working_set : c.bytes, device_.l2_bytes);
-  r.stats = time_kernel(c.run, opt);
-  if (check) verify_now("after timing");  // the last timed launch's output
-  r.GBps = r.stats.median > 0 ? static_cast<double>(c.bytes) / (r.stats.median * 1e-3) / 1e9 : 0;
-  r.fraction_of_copy = ceiling_GBps > 0 ? r.GBps / ceiling_GBps : 0;
-  return r;
-}
-
-int BenchApp::run() {
-  std::vector<RunResult> results;
-  std::map<std::string, double> first_ms;  // speedup is relative to each problem's first version
-  for (const auto& c : cases_) {
-    RunResult r = run_case(c, ceiling_.GBps);
-    auto [it, inserted] = first_ms.emplace(c.problem, r.stats.median);
-    r.speedup_vs_first = r.stats.median > 0 ? it->second / r.stats.median : 0;
-    if (r.check == "FAIL") std::cerr << c.problem << " " << c.version << ": check FAILED: " << r.check_detail << "\n";
-    results.push_back(std::move(r));
-  }
-  print_table(results);
-  if (!json_path_.empty()) write_json(results, json_path_);
-  if (!results_dir_.empty()) write_json(results, results_dir_ + "/" + gpu_slug(device_.name) + ".json");
-  const bool failed = std::any_of(results.begin(), results.end(), [](const RunResult& r) { return r.check == "FAIL"; });
-  return failed ? 1 : 0;
-}
-
 namespace {
+// A whole number in [lo, hi], with a message that says which of the two is wrong.
+CLI::Validator whole_number(std::int64_t lo, std::int64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& in) -> std::string {
+        std::size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(in, &used, 10);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != in.size()) return "'" + in + "' is not a whole number";
+        if (v < lo || v > hi) return in + " is not in " + range;
+        return {};
+      },
+      "INT in " + range);
+}
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -142,71 +54,341 @@ std::string pad(const std::string& s, std::size_t w, bool right = false) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
+std::string regs_text(const std::vector<int>& regs) {
+  if (regs.empty()) return "-";
+  std::string s;
+  for (std::size_t k = 0; k < regs.size(); ++k) s += (k ? "/" : "") + std::to_string(regs[k]);
+  return s;
+}
 }  // namespace
 
-void BenchApp::print_table(const std::vector<RunResult>& results) const {
+BenchApp::BenchApp(std::string chapter, std::string description)
+    : chapter_(std::move(chapter)), description_(std::move(description)), app_(description_, chapter_) {
+  app_.option_defaults()->always_capture_default();
+  app_.add_option("--problem", problem_sel_, "Problem to run (see --list), or 'all'");
+  app_.add_option("--version", version_sel_, "Version to run (see --list), or 'all'");
+  auto* c = app_.add_option("--case", case_sel_, "One case of the built-in suite, by name (see --list)");
+  auto* s = app_.add_option("--shape", shape_sel_, "A shape such as 1000, 2^28 or 2x64x16x56x56 (default: each problem's default case)");
+  auto* suite = app_.add_flag("--suite", suite_, "Run every case of each problem's built-in suite");
+  c->excludes(s)->excludes(suite);
+  s->excludes(suite);
+  app_.add_flag("--list", list_, "List the problems, their cases and versions, then exit");
+  app_.add_flag("--list-json", list_json_, "The same as JSON, for tools");
+  app_.add_option("--reps", reps_, "Timed repetitions per version")->check(whole_number(1, 100000));
+  app_.add_option("--warmup", warmup_, "Untimed launches before timing")->check(whole_number(0, 100000));
+  app_.add_option("--l2", l2_mode_, "flush: overwrite the L2 before each repetition when the data could fit in it; "
+                                     "warm: leave it (measures the cache for small sizes)")
+      ->check(CLI::IsMember({"flush", "warm"}));
+  app_.add_option("--json", json_path_, "Write the results to this JSON file");
+  app_.add_option("--results-dir", results_dir_, "Write the results to DIR/<gpu>.json");
+  app_.add_flag("--no-check", no_check_, "Skip the comparisons with the CPU reference");
+  app_.add_flag("--profile", profile_,
+                "One launch per version between cudaProfilerStart/Stop, nothing timed (for ncu --profile-from-start off)");
+}
+
+std::optional<int> BenchApp::parse(int argc, char** argv) {
+  app_.name(std::filesystem::path(argc > 0 ? argv[0] : chapter_).filename().string());
+  const bool flat = std::all_of(problems_.begin(), problems_.end(),
+                                [](const ProblemEntry& p) { return p.default_case.shape.size() == 1; });
+  CLI::Option* n_opt = nullptr;
+  std::string n_text;
+  if (flat) {
+    n_opt = app_.add_option("--n", n_text, "Elements per array, such as 1000 or 2^28 (the same as --shape N)");
+    for (auto* other : {"--shape", "--case", "--suite"}) n_opt->excludes(app_.get_option(other));
+  }
+  std::string seed_text;
+  app_.add_option("--seed", seed_text, "Seed for the random inputs (default: $TUT_SEED, else 20261121)");
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app_.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app_.exit(e);  // prints CLI11's message and usage hint
+    return 2;
+  }
+  auto fail = [](const std::string& msg) {
+    std::cerr << "error: " << msg << "\n";
+    return 2;
+  };
+  try {
+    seed_ = seed_text.empty() ? test_seed() : parse_seed(seed_text.c_str());
+  } catch (const std::invalid_argument& e) {
+    return fail(std::string("--seed: ") + e.what());
+  }
+  if (!n_text.empty()) shape_sel_ = n_text;
+  if (list_json_) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : problems_) {
+      nlohmann::json versions = nlohmann::json::array(), suite = nlohmann::json::array();
+      for (const auto& v : p.versions)
+        versions.push_back({{"name", v.name}, {"kind", kind_name(v.kind)}, {"summary", v.summary}, {"library", v.library}});
+      for (const auto& c : p.suite) suite.push_back(c.name);
+      out.push_back({{"problem", p.name}, {"dtype", p.dtype}, {"description", p.description},
+                     {"default_case", p.default_case.name}, {"suite", suite}, {"versions", versions}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (list_) {
+    for (const auto& p : problems_) {
+      std::cout << p.name << " [" << p.dtype << "]: " << p.description << "\n  default case: " << p.default_case.name
+                << "\n  suite:";
+      for (const auto& c : p.suite) std::cout << " " << c.name;
+      std::cout << "\n";
+      for (const auto& v : p.versions)
+        std::cout << "  " << pad(v.name, 22) << " " << pad(kind_name(v.kind), 8) << " " << v.summary << "\n";
+    }
+    return 0;
+  }
+  bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all", case_ok = case_sel_.empty();
+  for (const auto& p : problems_) {
+    if (p.name == problem_sel_) problem_ok = true;
+    if (!wants(p)) continue;
+    for (const auto& v : p.versions) version_ok = version_ok || v.name == version_sel_;
+    for (const auto& c : p.suite) case_ok = case_ok || c.name == case_sel_;
+    if (!shape_sel_.empty()) {
+      try {
+        p.case_for_shape(parse_shape(shape_sel_));
+      } catch (const std::exception& e) {
+        return fail(std::string(flat ? "--n/--shape: " : "--shape: ") + e.what());
+      }
+    }
+  }
+  if (!problem_ok) return fail("no problem '" + problem_sel_ + "' in " + chapter_ + " (see --list)");
+  if (!version_ok) return fail("no version '" + version_sel_ + "' in the selected problems (see --list)");
+  if (!case_ok) return fail("no case '" + case_sel_ + "' in the selected problems' suites (see --list)");
+  if (!has_cuda_device()) {
+    std::cout << "no CUDA device: skipping the " << chapter_ << " benchmark\n";
+    return 77;
+  }
+  return std::nullopt;
+}
+
+bool BenchApp::wants(const ProblemEntry& p) const { return problem_sel_ == "all" || problem_sel_ == p.name; }
+bool BenchApp::wants(const VersionInfo& v) const { return version_sel_ == "all" || version_sel_ == v.name; }
+
+std::vector<Case> BenchApp::cases_for(const ProblemEntry& p) const {
+  if (suite_) return p.suite;
+  if (!case_sel_.empty()) {
+    for (const auto& c : p.suite)
+      if (c.name == case_sel_) return {c};
+    return {};
+  }
+  if (!shape_sel_.empty()) return {p.case_for_shape(parse_shape(shape_sel_))};
+  return {p.default_case};
+}
+
+bool BenchApp::has_exercises() const {
+  for (const auto& p : problems_)
+    for (const auto& v : p.versions)
+      if (v.kind == Kind::exercise) return true;
+  return false;
+}
+
+int BenchApp::main(int argc, char** argv) {
+  try {
+    if (auto rc = parse(argc, argv)) return *rc;
+    device_ = query_device();
+    if (!profile_) ceiling_ = measure_copy_ceiling();
+    return run();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+void BenchApp::profile_version(CaseSession& session, std::size_t v) {
+  const Trial t = session.trial(v);
+  t.poison(nullptr);
+  t.before(nullptr);
+  TUT_CUDA(cudaDeviceSynchronize());
+  TUT_CUDA(cudaProfilerStart());
+  t.launch(nullptr);
+  TUT_CUDA(cudaDeviceSynchronize());
+  TUT_CUDA(cudaProfilerStop());
+}
+
+RunResult BenchApp::run_version(const ProblemEntry& p, const Case& c, CaseSession& session, std::size_t v) {
+  const VersionInfo& info = p.versions[v];
+  RunResult r;
+  r.problem = p.name;
+  r.dtype = p.dtype;
+  r.c = c;
+  r.version = info.name;
+  r.summary = info.summary;
+  r.kind = info.kind;
+  r.library = info.library;
+  r.floor = p.floor(c);
+  for (const void* k : info.kernels) r.regs.push_back(registers_per_thread(k));
+  const Trial t = session.trial(v);
+  const bool check = !no_check_;
+  r.check = check ? "pass" : "skipped";
+  auto verify = [&](const char* when, bool launch_first) {
+    const CheckResult res = launch_first ? checked_run(t) : (TUT_CUDA(cudaDeviceSynchronize()), t.check());
+    if (!res.ok() && r.check != "FAIL") {
+      r.check = "FAIL";
+      r.check_detail = std::string(when) + ": " + res.summary();
+    }
+  };
+  if (check) verify("first run", true);
+  TimingOptions opt;
+  opt.warmup = warmup_;
+  opt.reps = reps_;
+  opt.flush_bytes = l2_mode_ == "flush" ? l2_flush_bytes(session.working_set(), device_.l2_bytes) : 0;
+  r.stats = time_kernel(t.launch, opt, nullptr, t.before);
+  if (check) verify("after timing", false);  // the last timed launch's outputs
+  const double s = r.stats.median * 1e-3;
+  r.GBps = s > 0 ? static_cast<double>(r.floor.bytes) / s / 1e9 : 0;
+  r.GFLOPs = s > 0 ? static_cast<double>(r.floor.flops) / s / 1e9 : 0;
+  r.fraction_of_copy = ceiling_.GBps > 0 ? r.GBps / ceiling_.GBps : 0;
+  return r;
+}
+
+int BenchApp::run() {
+  if (!profile_) print_header();
+  std::vector<RunResult> results;
+  for (const auto& p : problems_) {
+    if (!wants(p)) continue;
+    for (const Case& c : cases_for(p)) {
+      std::vector<std::size_t> selected;
+      for (std::size_t v = 0; v < p.versions.size(); ++v)
+        if (wants(p.versions[v])) selected.push_back(v);
+      if (selected.empty()) continue;
+      const auto session = p.open(c, seed_);  // this case's buffers, freed at the end of the iteration
+      std::vector<RunResult> rows;
+      for (std::size_t v : selected) {
+        if (profile_) {
+          profile_version(*session, v);
+          continue;
+        }
+        RunResult r = run_version(p, c, *session, v);
+        r.baseline = rows.empty() ? r.version : rows.front().version;
+        const double first = rows.empty() ? r.stats.median : rows.front().stats.median;
+        r.speedup_vs_first = r.stats.median > 0 ? first / r.stats.median : 0;
+        if (r.check == "FAIL") std::cerr << p.name << " " << c.name << " " << r.version << ": check FAILED: " << r.check_detail << "\n";
+        rows.push_back(std::move(r));
+      }
+      if (!profile_) print_case(rows);
+      results.insert(results.end(), rows.begin(), rows.end());
+    }
+  }
+  if (profile_) return 0;
+  if (!json_path_.empty()) write_json(results, json_path_);
+  if (!results_dir_.empty()) write_json(results, results_dir_ + "/" + gpu_slug(device_.name) + ".json");
+  const bool failed = std::any_of(results.begin(), results.end(), [](const RunResult& r) { return r.check == "FAIL"; });
+  return failed ? 1 : 0;
+}
+
+void BenchApp::print_header() const {
   std::cout << "\n" << chapter_ << " on " << device_.name << " (" << device_.sm_count << " SMs, L2 "
             << device_.l2_bytes / (1 << 20) << " MiB, datasheet DRAM " << fmt("%.0f", device_.theoretical_dram_GBps())
-            << " GB/s)\n"
-            << "copy ceiling, measured now: " << fmt("%.1f", ceiling_.GBps) << " GB/s (16-byte copy, "
-            << ceiling_.bytes / (1 << 20) << " MiB read+written; best shape: " << ceiling_.shape << "), " << warmup_ << " warm-up, " << reps_
-            << " timed reps, seed " << seed_ << ", commit " << build_commit() << "\n";
+            << " GB/s), commit " << build_commit() << ", seed " << seed_ << "\n";
+  std::cout << "copy ceiling, measured now over " << ceiling_.bytes / (1 << 20) << " MiB read+written: "
+            << fmt("%.1f", ceiling_.GBps) << " GB/s (" << ceiling_.shape << ")\n";
+  for (const auto& c : ceiling_.candidates)
+    std::cout << "  " << pad(fmt("%.1f", c.GBps), 8, true) << " GB/s  " << fmt("%.3f", c.GBps / ceiling_.GBps) << "  "
+              << c.name << "\n";
+  std::cout << "  read-only stream " << fmt("%.1f", ceiling_.read_GBps) << " GB/s, write-only stream "
+            << fmt("%.1f", ceiling_.write_GBps) << " GB/s\n"
+            << warmup_ << " warm-up launches, " << reps_ << " timed repetitions, L2 " << l2_mode_ << "\n";
+}
+
+void BenchApp::print_case(const std::vector<RunResult>& rows) const {
+  if (rows.empty()) return;
+  const RunResult& h = rows.front();
+  const double floor_ms = ceiling_.GBps > 0 ? h.floor.bytes / (ceiling_.GBps * 1e9) * 1e3 : 0;
+  std::cout << "\n" << h.problem << " [" << h.dtype << "]  " << h.c.name;
+  for (const auto& [k, v] : h.c.params.items()) std::cout << " " << k << "=" << to_string(v);
+  std::cout << "  floor: " << fmt("%.3f", h.floor.bytes / 1e9) << " GB";
+  if (h.floor.flops) std::cout << ", " << fmt("%.3f", h.floor.flops / 1e9) << " GFLOP";
+  std::cout << " -> " << fmt("%.4f", floor_ms) << " ms at the copy ceiling\n";
   std::size_t vw = 7, sw = 7;
-  for (const auto& r : results) {
-    vw = std::max(vw, r.c.version.size());
-    sw = std::min<std::size_t>(std::max(sw, r.c.summary.size()), 60);
+  for (const auto& r : rows) {
+    vw = std::max(vw, r.version.size());
+    sw = std::min<std::size_t>(std::max(sw, r.summary.size()), 56);
   }
-  std::string current;
-  for (const auto& r : results) {
-    if (r.c.problem != current) {
-      current = r.c.problem;
-      const double floor_ms = ceiling_.GBps > 0 ? r.c.bytes / (ceiling_.GBps * 1e9) * 1e3 : 0;
-      std::cout << "\n" << current << "  " << r.c.size << "  floor: " << fmt("%.3f", r.c.bytes / 1e9) << " GB -> "
-                << fmt("%.4f", floor_ms) << " ms at the copy ceiling\n"
-                << pad("version", vw) << "  " << pad("summary", sw) << "  regs  " << pad("ms median [min-max]", 28)
-                << "  " << pad("GB/s", 7, true) << "  " << pad("of copy", 7, true) << "  " << pad("vs v0", 6, true)
-                << "  check\n";
-    }
-    std::string summary = r.c.summary.size() > sw ? r.c.summary.substr(0, sw - 3) + "..." : r.c.summary;
-    std::cout << pad(r.c.version, vw) << "  " << pad(summary, sw) << "  " << pad(r.c.regs < 0 ? "-" : std::to_string(r.c.regs), 4, true)
-              << "  "
+  std::cout << pad("version", vw) << "  kind  " << pad("summary", sw) << "  " << pad("regs", 5, true) << "  "
+            << pad("ms median [min-max]", 28) << "  " << pad("GB/s", 7, true) << "  " << pad("of copy", 7, true) << "  "
+            << pad("vs first", 8, true) << "  check\n";
+  for (const auto& r : rows) {
+    const std::string summary = r.summary.size() > sw ? r.summary.substr(0, sw - 3) + "..." : r.summary;
+    std::cout << pad(r.version, vw) << "  " << pad(std::string(kind_name(r.kind)).substr(0, 4), 4) << "  "
+              << pad(summary, sw) << "  " << pad(regs_text(r.regs), 5, true) << "  "
               << pad(fmt("%.4f", r.stats.median) + " [" + fmt("%.4f", r.stats.min) + "-" + fmt("%.4f", r.stats.max) + "]", 28)
               << "  " << pad(fmt("%.1f", r.GBps), 7, true) << "  " << pad(fmt("%.3f", r.fraction_of_copy), 7, true) << "  "
-              << pad(fmt("%.2fx", r.speedup_vs_first), 6, true) << "  " << r.check << "\n";
+              << pad(fmt("%.2fx", r.speedup_vs_first), 8, true) << "  " << r.check << "\n";
   }
   std::cout << std::flush;
 }
+
+namespace {
+nlohmann::json param_json(const ParamValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* t = std::get_if<std::string>(&v)) return *t;
+  return std::get<std::vector<std::int64_t>>(v);
+}
+}  // namespace
 
 void BenchApp::write_json(const std::vector<RunResult>& results, const std::string& path) const {
   using nlohmann::json;
   json runs = json::array();
   for (const auto& r : results) {
-    runs.push_back({{"problem", r.c.problem},
-                    {"size", r.c.size},
-                    {"version", r.c.version},
-                    {"summary", r.c.summary},
-                    {"bytes", r.c.bytes},
-                    {"flops", r.c.flops},
-                    {"ms_median", r.stats.median},
-                    {"ms_min", r.stats.min},
-                    {"ms_max", r.stats.max},
-                    {"reps", r.stats.reps},
-                    {"GBps", r.GBps},
-                    {"fraction_of_copy", r.fraction_of_copy},
-                    {"speedup_vs_first", r.speedup_vs_first},
-                    {"regs", r.c.regs < 0 ? json(nullptr) : json(r.c.regs)},
-                    {"check", r.check}});
+    json params = json::object();
+    for (const auto& [k, v] : r.c.params.items()) params[k] = param_json(v);
+    json run = {{"problem", r.problem},
+                {"case", r.c.name},
+                {"size", r.c.name},
+                {"shape", r.c.shape},
+                {"params", params},
+                {"dtype", r.dtype},
+                {"version", r.version},
+                {"summary", r.summary},
+                {"kind", kind_name(r.kind)},
+                {"bytes", r.floor.bytes},
+                {"flops", r.floor.flops},
+                {"ms_median", r.stats.median},
+                {"ms_min", r.stats.min},
+                {"ms_max", r.stats.max},
+                {"reps", r.stats.reps},
+                {"GBps", r.GBps},
+                {"GFLOPs", r.GFLOPs},
+                {"fraction_of_copy", r.fraction_of_copy},
+                {"speedup_vs_first", r.speedup_vs_first},
+                {"baseline", r.baseline},
+                {"regs", r.regs.empty() ? json(nullptr) : json(*std::max_element(r.regs.begin(), r.regs.end()))},
+                {"regs_per_kernel", r.regs},
+                {"check", r.check}};
+    if (!r.library.empty()) run["library"] = r.library;
+    if (!r.check_detail.empty()) run["check_detail"] = r.check_detail;
+    runs.push_back(run);
   }
+  json candidates = json::array();
+  for (const auto& c : ceiling_.candidates)
+    candidates.push_back({{"shape", c.name}, {"own", c.own}, {"GBps", c.GBps}, {"ms_median", c.stats.median},
+                          {"ms_min", c.stats.min}, {"ms_max", c.stats.max}});
+  const CopyShape* own = ceiling_.best_own();
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json doc = {{"chapter", chapter_},
+  json doc = {{"schema_version", 2},
+              {"chapter", chapter_},
               {"gpu", device_.name},
               {"commit", build_commit()},
               {"date", date},
+              {"exercises", has_exercises()},
               {"copy_ceiling_GBps", ceiling_.GBps},
               {"copy_ceiling_bytes", ceiling_.bytes},
               {"copy_ceiling_shape", ceiling_.shape},
+              {"copy_ceiling",
+               {{"GBps", ceiling_.GBps},
+                {"bytes", ceiling_.bytes},
+                {"winner", ceiling_.shape},
+                {"best_own", own ? json(own->name) : json(nullptr)},
+                {"best_own_GBps", own ? own->GBps : 0.0},
+                {"candidates", candidates},
+                {"read_only_GBps", ceiling_.read_GBps},
+                {"write_only_GBps", ceiling_.write_GBps}}},
               {"device",
                {{"compute_capability", std::to_string(device_.cc_major) + "." + std::to_string(device_.cc_minor)},
                 {"sm_count", device_.sm_count},
@@ -216,6 +398,8 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
               {"cuda_runtime", CUDART_VERSION},
               {"seed", seed_},
               {"warmup", warmup_},
+              {"reps", reps_},
+              {"l2", l2_mode_},
               {"runs", runs}};
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());

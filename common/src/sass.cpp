@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -178,14 +179,64 @@ int access_bits(std::string_view opcode) {
   return bits;
 }
 
+namespace {
+bool is_op(std::string_view op, std::string_view kind) {
+  return op.compare(0, kind.size(), kind) == 0 && (op.size() == kind.size() || op[kind.size()] == '.');
+}
+}  // namespace
+
+std::vector<std::vector<SassInstruction>> loops(const SassKernel& k) {
+  static const std::regex target_re(R"(\bBRA\b.*?0x([0-9a-fA-F]+))");
+  std::vector<std::vector<SassInstruction>> out;
+  for (const auto& b : k.code) {
+    std::smatch m;
+    if (b.opcode.compare(0, 3, "BRA") != 0 || !std::regex_search(b.text, m, target_re)) continue;
+    const long target = std::stol(m[1].str(), nullptr, 16);
+    if (target >= b.address) continue;  // a forward branch (or a self-loop at the end): no body
+    std::vector<SassInstruction> body;
+    for (const auto& i : k.code)
+      if (i.address >= target && i.address <= b.address) body.push_back(i);
+    out.push_back(std::move(body));
+  }
+  return out;
+}
+
+std::vector<SassInstruction> main_loop(const SassKernel& k, std::string_view opcode_prefix) {
+  std::vector<SassInstruction> best;
+  int best_count = 0;
+  for (auto& body : loops(k)) {
+    int count = 0;
+    for (const auto& i : body) count += i.opcode.compare(0, opcode_prefix.size(), opcode_prefix) == 0;
+    if (count > best_count) {
+      best_count = count;
+      best = std::move(body);
+    }
+  }
+  return best;
+}
+
+namespace {
+int bytes_before_store(const std::vector<SassInstruction>& body) {
+  int bytes = 0;
+  for (const auto& i : body) {
+    if (is_op(i.opcode, "STG")) break;
+    if (is_op(i.opcode, "LDG")) bytes += access_bits(i.opcode) / 8;
+  }
+  return bytes;
+}
+}  // namespace
+
+int load_bytes_before_first_store(const SassKernel& k) {
+  int best = bytes_before_store(k.code);  // from the kernel's entry
+  for (const auto& body : loops(k)) best = std::max(best, bytes_before_store(body));
+  return best;
+}
+
 int count_memory_ops(const SassKernel& k, std::string_view kind, int bits) {
   int n = 0;
   for (const auto& i : k.code) {
-    const std::string_view op = i.opcode;
     // The opcode itself must be `kind` (LDG must not match LDGSTS or LDGDEPBAR).
-    if (op.compare(0, kind.size(), kind) != 0) continue;
-    if (op.size() > kind.size() && op[kind.size()] != '.') continue;
-    if (access_bits(op) == bits) ++n;
+    if (is_op(i.opcode, kind) && access_bits(i.opcode) == bits) ++n;
   }
   return n;
 }

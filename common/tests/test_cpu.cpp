@@ -1,8 +1,9 @@
-// Host-only tests of common: verification, inputs, statistics, naming.
+// Host-only tests of common: verification, inputs, shapes and parameters, statistics, naming.
 #include <doctest/doctest.h>
 
 #include "tut/check.hpp"
 #include "tut/device.hpp"
+#include "tut/problem.hpp"
 #include "tut/random.hpp"
 #include "tut/timing.hpp"
 #include "tut/verify.hpp"
@@ -12,19 +13,31 @@
 #include <limits>
 #include <vector>
 
-TEST_CASE("verify: tolerance is atol + rtol*|ref|") {
-  const tut::Tolerance tol{1e-3, 1e-2};
+TEST_CASE("verify: tolerance is atol + rtol*|ref|, and can grow with the number of terms") {
+  const tut::Rule tol = tut::Rule::tolerance(1e-3, 1e-2);
   CHECK(tut::element_matches(100.5f, 100.0f, tol));   // 0.5 <= 0.001 + 1.0
   CHECK(!tut::element_matches(102.0f, 100.0f, tol));  // 2 > 1.001
   CHECK(tut::element_matches(0.0009f, 0.0f, tol));
   CHECK(!tut::element_matches(0.0011f, 0.0f, tol));
-  CHECK(tut::element_matches(-0.0f, 0.0f, tut::kExact));
-  CHECK(!tut::element_matches(1.0f, std::nextafter(1.0f, 2.0f), tut::kExact));
+  const tut::Rule grow = tut::Rule::growing(0, 0, 1e-3);
+  CHECK(!tut::element_matches(1.01f, 1.0f, grow, 1));   // 0.01 > 1e-3 * 1
+  CHECK(tut::element_matches(1.01f, 1.0f, grow, 100));  // 0.01 <= 1e-3 * 100
+}
+
+TEST_CASE("verify: exact compares values, bitwise compares bytes") {
+  CHECK(tut::element_matches(-0.0f, 0.0f, tut::Rule::exact()));
+  CHECK(!tut::element_matches(-0.0f, 0.0f, tut::Rule::bitwise()));
+  CHECK(!tut::element_matches(1.0f, std::nextafter(1.0f, 2.0f), tut::Rule::exact()));
+  CHECK(tut::element_matches(std::nanf(""), std::nanf(""), tut::Rule::exact()));
+  CHECK(tut::element_matches(std::nanf(""), std::nanf(""), tut::Rule::bitwise()));
+  CHECK(!tut::element_matches(std::nanf(""), -std::nanf(""), tut::Rule::bitwise()));  // another NaN
+  CHECK(tut::element_matches<std::uint32_t>(0x80000001u, 0x80000001u, tut::Rule::bitwise()));
+  CHECK(!tut::element_matches<std::uint32_t>(0x80000001u, 0x00000001u, tut::Rule::bitwise()));
 }
 
 TEST_CASE("verify: NaN and infinity must match the reference exactly") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const tut::Tolerance loose{1e30, 1e30};
+  const tut::Rule loose = tut::Rule::tolerance(1e30, 1e30);
   CHECK(tut::element_matches(nan, nan, loose));
   CHECK(!tut::element_matches(nan, 1.0f, loose));  // a NaN where the reference has none fails
   CHECK(!tut::element_matches(1.0f, nan, loose));  // and a missing NaN fails
@@ -34,10 +47,10 @@ TEST_CASE("verify: NaN and infinity must match the reference exactly") {
 }
 
 TEST_CASE("verify: integers compare exactly, half through float") {
-  CHECK(tut::element_matches<std::int32_t>(7, 7, tut::Tolerance{10, 10}));
-  CHECK(!tut::element_matches<std::int32_t>(7, 8, tut::Tolerance{10, 10}));
-  CHECK(tut::element_matches(__float2half(1.0f), __float2half(1.0f), tut::kExact));
-  CHECK(!tut::element_matches(__float2half(1.0f), __float2half(1.0009765625f), tut::kExact));
+  CHECK(tut::element_matches<std::int32_t>(7, 7, tut::Rule::tolerance(10, 10)));
+  CHECK(!tut::element_matches<std::int32_t>(7, 8, tut::Rule::tolerance(10, 10)));
+  CHECK(tut::element_matches(__float2half(1.0f), __float2half(1.0f), tut::Rule::exact()));
+  CHECK(!tut::element_matches(__float2half(1.0f), __float2half(1.0009765625f), tut::Rule::exact()));
 }
 
 TEST_CASE("verify reports the count and the first mismatches with index, got and expected") {
@@ -45,7 +58,7 @@ TEST_CASE("verify reports the count and the first mismatches with index, got and
   got[3] = 2.0f;
   got[50] = std::nanf("");
   got[99] = -1.0f;
-  const auto r = tut::verify(got, ref, tut::kExact);
+  const auto r = tut::verify(got, ref, tut::Rule::exact());
   CHECK(!r.ok());
   CHECK(r.mismatches == 3);
   REQUIRE(r.first.size() == 3);
@@ -58,37 +71,108 @@ TEST_CASE("verify reports the count and the first mismatches with index, got and
   CHECK(tut::verify(ref, ref).ok());
 }
 
-TEST_CASE("random inputs are a pure function of seed and index") {
+TEST_CASE("a check result names the output that failed") {
+  tut::CheckResult r;
+  std::vector<std::uint32_t> mask(4, 0);
+  auto bad = mask;
+  bad[2] = 1;
+  r.add("y", tut::verify(std::vector<float>(8, 1.0f), std::vector<float>(8, 1.0f)));
+  r.add("mask", tut::verify(bad, mask, tut::Rule::bitwise()));
+  CHECK(!r.ok());
+  CHECK(r["y"].ok());
+  CHECK(r["mask"].mismatches == 1);
+  CHECK(r.summary().find("mask: 1 of 4 elements differ; [2] got 1") != std::string::npos);
+  CHECK(r.summary().find("y: all 8 elements match") != std::string::npos);
+  CHECK_THROWS_AS(r["dx"], std::out_of_range);
+}
+
+TEST_CASE("random inputs are a pure function of seed and index, and honour their ranges") {
   const tut::Random a(42), b(42), c(43);
   CHECK(a.bits(1000) == b.bits(1000));
   CHECK(a.bits(1000) != c.bits(1000));
   CHECK(a.bits(1) != a.bits(2));
-  const auto v = a.vector<float>(10000, -2.0, 3.0);
+  const auto spec = tut::InputSpec::uniform(-2.0, 3.0);
   double lo = 1e9, hi = -1e9, sum = 0;
-  for (float x : v) lo = std::min<double>(lo, x), hi = std::max<double>(hi, x), sum += x;
+  for (int i = 0; i < 10000; ++i) {
+    const float x = a.value<float>(i, 10000, spec);
+    lo = std::min<double>(lo, x), hi = std::max<double>(hi, x), sum += x;
+  }
   CHECK(lo >= -2.0);
   CHECK(hi < 3.0);
-  CHECK(sum / v.size() == doctest::Approx(0.5).epsilon(0.05));
+  CHECK(sum / 10000 == doctest::Approx(0.5).epsilon(0.05));
+  // Integers: both ends of [lo, hi] are drawn, nothing outside.
+  const auto small = tut::InputSpec::uniform(-3, 3);
+  int seen_lo = 0, seen_hi = 0, outside = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const std::int32_t v = a.value<std::int32_t>(i, 10000, small);
+    seen_lo += v == -3;
+    seen_hi += v == 3;
+    outside += v < -3 || v > 3;
+  }
+  CHECK(seen_lo > 0);
+  CHECK(seen_hi > 0);
+  CHECK(outside == 0);
 }
 
-TEST_CASE("sprinkle_specials puts every special value in, at both ends too") {
-  std::vector<float> v(1000, 0.5f);
-  tut::sprinkle_specials(v, tut::Random(7));
-  CHECK(std::isnan(v[4]));
-  CHECK(std::isinf(v[2]));
-  CHECK(std::signbit(v[1]));
-  int nans = 0, infs = 0, interior = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    nans += std::isnan(v[i]);
-    infs += std::isinf(v[i]);
-    if (i >= 7 && i < v.size() - 7 && v[i] != 0.5f) ++interior;
+TEST_CASE("special values: every one of them, at both ends and inside, for floats only") {
+  const tut::Random rng(7);
+  const auto spec = tut::InputSpec::uniform(0.25, 0.75).with_specials();
+  const std::int64_t n = 1000;
+  int nans = 0, infs = 0, negzero = 0, interior = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = rng.value<float>(i, n, spec);
+    nans += std::isnan(v);
+    infs += std::isinf(v);
+    negzero += v == 0 && std::signbit(v);
+    if (i >= 7 && i < n - 7 && !(v >= 0.25f && v < 0.75f)) ++interior;
   }
+  CHECK(std::isnan(rng.value<float>(4, n, spec)));
+  CHECK(std::isinf(rng.value<float>(2, n, spec)));
   CHECK(nans >= 2);
   CHECK(infs >= 4);
+  CHECK(negzero >= 2);
   CHECK(interior > 3);
-  std::vector<float> tiny(1, 0.5f);
-  tut::sprinkle_specials(tiny, tut::Random(7));
-  CHECK(tiny[0] != 0.5f);
+  CHECK(std::isnan(__half2float(rng.value<__half>(4, n, spec))));
+  // Without specials, every value is in range; integers never carry specials.
+  for (std::int64_t i = 0; i < n; ++i) CHECK_FALSE(std::isnan(rng.value<float>(i, n, tut::InputSpec::uniform(0, 1))));
+  CHECK(rng.value<std::int32_t>(4, n, tut::InputSpec::uniform(5, 5).with_specials()) == 5);
+}
+
+TEST_CASE("seeds: TUT_SEED and --seed take a non-negative integer, and say so otherwise") {
+  CHECK(tut::parse_seed("1234") == 1234);
+  CHECK(tut::parse_seed("0x10") == 16);
+  CHECK_THROWS_WITH_AS(tut::parse_seed("abc"), "seed 'abc' is not a non-negative integer", std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_seed("-1"), std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_seed("12x"), std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_seed("99999999999999999999999"), std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_seed(""), std::invalid_argument);
+}
+
+TEST_CASE("shapes parse from 1000, 2^28 and 2x64x16, and bad text says what is wrong") {
+  CHECK(tut::parse_shape("1000") == std::vector<std::int64_t>{1000});
+  CHECK(tut::parse_shape("2^28") == std::vector<std::int64_t>{std::int64_t{1} << 28});
+  CHECK(tut::parse_shape("2x64x16x56x56") == std::vector<std::int64_t>{2, 64, 16, 56, 56});
+  CHECK_THROWS_WITH_AS(tut::parse_shape("abc"), "shape 'abc': 'abc' is not a number", std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_shape("2x"), std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_shape("-5"), std::invalid_argument);
+  CHECK_THROWS_AS(tut::parse_shape("2^99"), std::invalid_argument);
+  const tut::Case c{"c", {2, 3, 4}, {}};
+  CHECK(c.numel() == 24);
+  CHECK(c.shape_text() == "2x3x4");
+  CHECK(tut::flat_case(7).name == "n=7");
+}
+
+TEST_CASE("case parameters keep their order and types") {
+  tut::Params p;
+  p.set("kernel", std::vector<std::int64_t>{3, 3, 3}).set("layout", std::string("NCHW")).set("eps", 1e-5);
+  p.set("layout", std::string("NHWC"));
+  REQUIRE(p.items().size() == 3);
+  CHECK(p.items()[1].first == "layout");
+  CHECK(p.get<std::string>("layout") == "NHWC");
+  CHECK(tut::to_string(*p.find("kernel")) == "[3, 3, 3]");
+  CHECK(p.get<double>("eps") == 1e-5);
+  CHECK_THROWS_AS(p.get<std::int64_t>("eps"), std::out_of_range);
+  CHECK_THROWS_AS(p.get<std::int64_t>("stride"), std::out_of_range);
 }
 
 TEST_CASE("summarize gives median, min and max") {

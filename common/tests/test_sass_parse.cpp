@@ -61,7 +61,54 @@ TEST_CASE("loop_around finds the body between a back edge's target and the branc
   CHECK(body.back().opcode == "BRA");
   CHECK(tut::loop_around(k[0], "S2R").empty());
   CHECK(tut::loop_around(k[0], "FFMA").empty());
-  CHECK(tut::same_code(k[0], k[0]));
+}
+
+TEST_CASE("same_code compares instructions and operands, not names") {
+  const auto a = tut::parse_sass(kListing);
+  auto b = tut::parse_sass(kListing);
+  REQUIRE(a.size() == 2);
+  b[0].name = "renamed";
+  CHECK(tut::same_code(a[0], b[0]));   // separately parsed, same instructions
+  CHECK_FALSE(tut::same_code(a[0], a[1]));
+  b[0].code[2].text = "STG.E.64 desc[UR4][R2.64], R6";  // one operand differs
+  CHECK_FALSE(tut::same_code(a[0], b[0]));
+  b[0].code.pop_back();
+  CHECK_FALSE(tut::same_code(a[0], b[0]));
+}
+
+TEST_CASE("bytes before the first store: the loop where they are most, or the whole kernel") {
+  const auto k = tut::parse_sass(R"sass(
+		Function : unrolled
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0020*/                   LDG.E.128 R8, desc[UR4][R2.64+0x10] ;
+        /*0030*/                   STG.E.128 desc[UR4][R2.64], R4 ;
+        /*0040*/                   LDG.E R12, desc[UR4][R2.64] ;
+        /*0050*/               @P0 BRA 0x10 ;
+        /*0060*/                   EXIT ;
+		Function : remainder_first
+        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;
+        /*0010*/                   STG.E desc[UR4][R6.64], R4 ;
+        /*0020*/               @P0 BRA 0x0 ;
+        /*0030*/                   LDG.E R4, desc[UR4][R2.64] ;
+        /*0040*/                   LDG.E R5, desc[UR4][R2.64+0x400] ;
+        /*0050*/                   LDG.E R8, desc[UR4][R2.64+0x800] ;
+        /*0060*/                   STG.E desc[UR4][R6.64], R4 ;
+        /*0070*/               @P0 BRA 0x30 ;
+        /*0080*/                   EXIT ;
+		Function : straight
+        /*0000*/                   LDG.E.U16 R4, desc[UR4][R2.64] ;
+        /*0010*/                   LDG.E.U16 R5, desc[UR4][R6.64] ;
+        /*0020*/                   STG.E.U16 desc[UR4][R8.64], R4 ;
+        /*0030*/                   EXIT ;
+)sass");
+  REQUIRE(k.size() == 3);
+  CHECK(tut::load_bytes_before_first_store(k[0]) == 32);
+  CHECK(tut::load_bytes_before_first_store(k[1]) == 12);  // the main loop, not the remainder loop
+  CHECK(tut::load_bytes_before_first_store(k[2]) == 4);
+  CHECK(tut::loops(k[1]).size() == 2);
+  CHECK(tut::main_loop(k[1], "LDG").size() == 5);
+  CHECK(tut::main_loop(k[2], "LDG").empty());
 }
 
 TEST_CASE("access_bits reads the width modifier") {

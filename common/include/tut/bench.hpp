@@ -1,47 +1,101 @@
-// The benchmark runner every chapter's bench hands its registry to.
+// The benchmark runner every chapter's bench hands its problems to.
 //
-// It parses the common options (CLI11), measures the copy ceiling in the same process, times
-// every selected version with events (warm-up, repetitions, median [min-max], L2 flushed when
-// the working set could fit in it), checks each output against the CPU reference before and
-// after the timing loop, prints the table and writes the results JSON.
+//   int main(int argc, char** argv) {
+//     tut::BenchApp app("01_elementwise", "Element-wise kernels: ReLU on float32, multiply on half");
+//     app.add(ch01::relu_problem());
+//     app.add(ch01::mul_problem());
+//     return app.main(argc, argv);
+//   }
 //
-// Exit codes: 0 all checks passed, 1 a check failed or CUDA failed, 2 bad options,
-// 77 no CUDA device (Meson's "skipped").
+// Per selected problem, case by case (one instance alive at a time, freed after its case):
+//   1. the instance is built (inputs filled, outputs allocated);
+//   2. per selected version: its scratch is allocated; one checked run (outputs poisoned, resets,
+//      launch, every output compared with the CPU reference); then the timing loop of
+//      tut::time_kernel: warm-up launches, then for each repetition the resets and an L2 flush
+//      (untimed), then start event, the launch, stop event. Only the launch is timed. The last
+//      timed launch's outputs are checked again.
+//   3. "of copy" divides the floor's bytes per second by the copy ceiling measured at start-up in
+//      the same process; "vs first" is the speedup over the case's first version that ran.
+//
+// Exit codes: 0 every check passed, 1 a check or CUDA failed, 2 bad options, 77 no CUDA device
+// (Meson's "skipped").
 #pragma once
 
 #include "tut/device.hpp"
-#include "tut/registry.hpp"
+#include "tut/problem.hpp"
 #include "tut/timing.hpp"
-#include "tut/verify.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace tut {
 
-// One row of the table.
-struct BenchCase {
-  std::string problem, version, summary;
-  std::string size;                 // "n=268435456"
-  std::uint64_t bytes = 0, flops = 0;
-  std::size_t working_set = 0;      // bytes the launch touches; 0 means `bytes`
-  int regs = -1;                    // registers/thread; -1 for library calls
-  std::function<void(cudaStream_t)> run;
-  std::function<void(cudaStream_t)> poison;  // overwrite the outputs before a checked run
-  std::function<VerifyResult()> check;       // compare the outputs with the reference
+struct VersionInfo {
+  std::string name, summary;
+  Kind kind = Kind::own;
+  std::string library;
+  std::vector<const void*> kernels;
 };
 
+// One case's instance, as the runner sees it.
+class CaseSession {
+ public:
+  virtual ~CaseSession() = default;
+  virtual std::size_t working_set() const = 0;
+  virtual Trial trial(std::size_t version) = 0;  // allocates the version's scratch
+};
+
+// A problem with its instance type erased.
+struct ProblemEntry {
+  std::string name, description, dtype;
+  Case default_case;
+  std::vector<Case> suite;
+  std::function<Case(const std::vector<std::int64_t>&)> case_for_shape;
+  std::function<Floor(const Case&)> floor;
+  std::vector<VersionInfo> versions;
+  std::function<std::unique_ptr<CaseSession>(const Case&, std::uint64_t seed)> open;
+};
+
+template <class Inst>
+class TypedSession : public CaseSession {
+ public:
+  TypedSession(const Problem<Inst>& p, const Case& c, std::uint64_t seed) : p_(p) {
+    InstanceOptions opt;
+    opt.seed = seed;
+    inst_ = p.make(c, opt);
+  }
+  std::size_t working_set() const override { return inst_->working_set(); }
+  Trial trial(std::size_t v) override { return make_trial(p_.versions.at(v), *inst_); }
+
+ private:
+  const Problem<Inst>& p_;
+  std::unique_ptr<Inst> inst_;
+};
+
+// `p` must outlive the entry: chapters keep their problems in function-local statics.
+template <class Inst>
+ProblemEntry erase(const Problem<Inst>& p) {
+  ProblemEntry e{p.name, p.description, p.dtype, p.default_case, p.suite, p.case_for_shape, p.floor, {}, {}};
+  for (const auto& v : p.versions) e.versions.push_back({v.name, v.summary, v.kind, v.library, v.kernels});
+  e.open = [&p](const Case& c, std::uint64_t seed) { return std::make_unique<TypedSession<Inst>>(p, c, seed); };
+  return e;
+}
+
 struct RunResult {
-  BenchCase c;
+  std::string problem, dtype, version, summary, library, baseline;
+  Case c;
+  Kind kind = Kind::own;
+  Floor floor;
+  std::vector<int> regs;  // per kernel; empty for library calls
   Stats stats;
-  double GBps = 0, fraction_of_copy = 0, speedup_vs_first = 0;
+  double GBps = 0, GFLOPs = 0, fraction_of_copy = 0, speedup_vs_first = 0;
   std::string check;  // "pass", "FAIL", "skipped"
   std::string check_detail;
 };
@@ -50,76 +104,40 @@ class BenchApp {
  public:
   BenchApp(std::string chapter, std::string description);
 
+  // Extra options of the chapter's own (its problem parameters, say).
   CLI::App& cli() { return app_; }
-  // Declares a problem and its versions, so --list and --version/--problem can be validated
-  // before any memory is allocated.
-  void add_problem(const std::string& problem, const std::vector<std::string>& versions);
-
-  // Parses the command line. Returns an exit code to return immediately (0 after --list or
-  // --help, 2 for a bad option, 77 without a CUDA device), or nullopt to continue. On success
-  // the copy ceiling has been measured.
-  std::optional<int> parse(int argc, char** argv);
-
-  bool wants(const std::string& problem) const;
-  bool wants(const std::string& problem, const std::string& version) const;
-  const DeviceInfo& device() const { return device_; }
-  std::uint64_t seed() const { return seed_; }
-
-  void add(BenchCase c) { cases_.push_back(std::move(c)); }
-
-  // Adds every selected version of a ladder. `instance` owns the problem's buffers and provides
-  //   std::string size() const;  void run(const Launch&, cudaStream_t);
-  //   void poison(cudaStream_t);  VerifyResult check();  std::size_t working_set() const;
-  // and `n` is the problem size the ladder's byte and FLOP models take.
-  template <class Launch, class Instance>
-  void add_ladder(const Ladder<Launch>& ladder, std::int64_t n, Instance& instance) {
-    for (const auto& v : ladder.versions) {
-      if (!wants(ladder.problem.name, v.name)) continue;
-      BenchCase c;
-      c.problem = ladder.problem.name;
-      c.version = v.name;
-      c.summary = v.summary;
-      c.size = instance.size();
-      c.bytes = ladder.problem.bytes(n);
-      c.flops = ladder.problem.flops(n);
-      c.working_set = instance.working_set();
-      c.regs = registers_per_thread(v.kernel);
-      auto launch = v.launch;
-      c.run = [&instance, launch](cudaStream_t s) { instance.run(launch, s); };
-      c.poison = [&instance](cudaStream_t s) { instance.poison(s); };
-      c.check = [&instance] { return instance.check(); };
-      add(std::move(c));
-    }
+  template <class Inst>
+  void add(const Problem<Inst>& p) {
+    problems_.push_back(erase(p));
   }
-
-  // When the ladder's problem is selected: builds its instance in `slot` from (n, seed, args...)
-  // and adds the ladder's selected versions.
-  template <class Instance, class Launch, class... Args>
-  void add_instance(std::optional<Instance>& slot, const Ladder<Launch>& ladder, std::int64_t n, Args&&... args) {
-    if (!wants(ladder.problem.name)) return;
-    slot.emplace(n, seed_, std::forward<Args>(args)...);
-    add_ladder(ladder, n, *slot);
-  }
-
-  // Times every case, prints the table, writes JSON. Returns the process exit code.
-  int run();
+  // Parses the command line, measures the copy ceiling, runs, prints the tables, writes the JSON.
+  // Returns the process exit code; never throws.
+  int main(int argc, char** argv);
 
  private:
-  RunResult run_case(const BenchCase& c, double ceiling_GBps);
-  void print_table(const std::vector<RunResult>& results) const;
+  std::optional<int> parse(int argc, char** argv);
+  std::vector<Case> cases_for(const ProblemEntry& p) const;
+  bool wants(const ProblemEntry& p) const;
+  bool wants(const VersionInfo& v) const;
+  int run();
+  RunResult run_version(const ProblemEntry& p, const Case& c, CaseSession& session, std::size_t v);
+  void profile_version(CaseSession& session, std::size_t v);
+  void print_header() const;
+  void print_case(const std::vector<RunResult>& rows) const;
   void write_json(const std::vector<RunResult>& results, const std::string& path) const;
+  bool has_exercises() const;
 
   std::string chapter_, description_;
   CLI::App app_;
-  std::vector<std::pair<std::string, std::vector<std::string>>> problems_;
-  std::string problem_sel_ = "all", version_sel_ = "all";
-  bool list_ = false, no_check_ = false;
+  std::vector<ProblemEntry> problems_;
+  std::string problem_sel_ = "all", version_sel_ = "all", case_sel_, shape_sel_, l2_mode_ = "flush";
+  std::int64_t n_sel_ = 0;
+  bool list_ = false, list_json_ = false, no_check_ = false, suite_ = false, profile_ = false;
   int reps_ = 50, warmup_ = 5;
   std::string json_path_, results_dir_;
   std::uint64_t seed_ = 0;
   DeviceInfo device_;
   CopyCeiling ceiling_;
-  std::vector<BenchCase> cases_;
 };
 
 // The commit the results come from: $TUT_COMMIT if set, else `git describe` at build time.

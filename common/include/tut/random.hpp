@@ -1,6 +1,7 @@
-// Reproducible inputs. Every value is a pure function of (seed, index), so any element of a
-// multi-gigabyte input can be regenerated without storing it, and a failure reproduces from the
-// printed seed alone: set TUT_SEED to rerun with the same data.
+// Reproducible inputs: every element is a pure function of (seed, index), computed the same way
+// on the host and on the device. A device kernel fills a multi-gigabyte input at memory speed,
+// and the CPU reference regenerates any element it needs without a host copy of the input.
+// A failure reproduces from the printed seed alone: set TUT_SEED to rerun with the same data.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -9,80 +10,109 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
-#include <vector>
+
+#if defined(__CUDACC__)
+#define TUT_HD __host__ __device__
+#else
+#define TUT_HD
+#endif
 
 namespace tut {
 
-inline constexpr std::uint64_t splitmix64(std::uint64_t x) {
+TUT_HD inline constexpr std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
 
+// How an input is drawn.
+//   floating types: uniform in [lo, hi), rounded to the type; with `specials`, about one element
+//                   in 61 (and the first and last seven) is one of ±0, ±inf, NaN, ±1.
+//   integer types:  uniform in [lo, hi], both ends included; with `any_bits`, any bit pattern.
+struct InputSpec {
+  double lo = -4.0, hi = 4.0;
+  bool specials = false;
+  bool any_bits = false;
+
+  static constexpr InputSpec uniform(double lo, double hi) { return {lo, hi, false, false}; }
+  static constexpr InputSpec bits() { return {0, 0, false, true}; }
+  constexpr InputSpec with_specials(bool on = true) const { return {lo, hi, on, any_bits}; }
+};
+
+inline constexpr int kSpecialCount = 7;
+
+template <class T>
+TUT_HD T from_float(float f) {
+  if constexpr (std::is_same_v<T, __half>) return __float2half_rn(f);
+  else return static_cast<T>(f);
+}
+
+// The special floating-point values a test input carries: ±0, ±inf, NaN, ±1.
+template <class T>
+TUT_HD T special_value(int k) {
+  const float inf = INFINITY;
+  switch (k) {
+    case 0: return from_float<T>(0.0f);
+    case 1: return from_float<T>(-0.0f);
+    case 2: return from_float<T>(inf);
+    case 3: return from_float<T>(-inf);
+    case 4: return from_float<T>(NAN);
+    case 5: return from_float<T>(-1.0f);
+    default: return from_float<T>(1.0f);
+  }
+}
+
 class Random {
  public:
-  explicit Random(std::uint64_t seed) : seed_(seed) {}
-  std::uint64_t seed() const { return seed_; }
+  TUT_HD explicit Random(std::uint64_t seed) : seed_(seed) {}
+  TUT_HD std::uint64_t seed() const { return seed_; }
 
-  std::uint64_t bits(std::uint64_t i) const { return splitmix64(seed_ ^ splitmix64(i)); }
+  // The i-th output of the SplitMix64 generator started at the seed: one mixing per element.
+  TUT_HD std::uint64_t bits(std::uint64_t i) const { return splitmix64(seed_ + i * 0x9E3779B97F4A7C15ull); }
   // Uniform in [0, 1) with 24 random bits.
-  double unit(std::uint64_t i) const { return static_cast<double>(bits(i) >> 40) * 0x1.0p-24; }
-  double uniform(std::uint64_t i, double lo, double hi) const { return lo + (hi - lo) * unit(i); }
+  TUT_HD double unit(std::uint64_t i) const { return static_cast<double>(bits(i) >> 40) * 0x1.0p-24; }
 
-  // A value of type T at index i: uniform in [lo, hi) for floating types (rounded to T),
-  // any bit pattern for integers.
-  template <class T>
-  T value(std::uint64_t i, double lo = -1.0, double hi = 1.0) const {
-    if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(uniform(i, lo, hi)));
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(uniform(i, lo, hi));
-    else return static_cast<T>(bits(i));
+  // Where special values go in an n-element input: the first and last seven elements, and about
+  // one in 61 elsewhere, at positions chosen from the seed (the low bits of element i's random
+  // bits; a value uses the top 24). Returns the index of the special value (0..6), or -1 for
+  // "keep the random value".
+  TUT_HD int special_slot(std::uint64_t i, std::uint64_t n) const {
+    const std::uint64_t k = kSpecialCount;
+    if (i < k) return static_cast<int>(i);
+    if (i + k >= n) return static_cast<int>((n - 1 - i + 3) % k);
+    const std::uint64_t b = bits(i);
+    return (b & 0xFFFFFFFFull) % 61 == 0 ? static_cast<int>((b >> 32) % k) : -1;
   }
 
+  // Element i of an n-element input drawn by `spec`.
   template <class T>
-  std::vector<T> vector(std::size_t n, double lo = -1.0, double hi = 1.0) const {
-    std::vector<T> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = value<T>(i, lo, hi);
-    return v;
+  TUT_HD T value(std::uint64_t i, std::uint64_t n, const InputSpec& spec) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (spec.any_bits) return static_cast<T>(bits(i));
+      const std::int64_t lo = static_cast<std::int64_t>(spec.lo), hi = static_cast<std::int64_t>(spec.hi);
+      const std::uint64_t span = static_cast<std::uint64_t>(hi - lo) + 1;
+      return static_cast<T>(lo + static_cast<std::int64_t>(bits(i) % span));
+    } else {
+      if (spec.specials) {
+        const int s = special_slot(i, n);
+        if (s >= 0) return special_value<T>(s);
+      }
+      const double v = spec.lo + (spec.hi - spec.lo) * unit(i);
+      if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
+      else return static_cast<T>(v);
+    }
   }
 
  private:
   std::uint64_t seed_;
 };
 
-// The special floating-point values every element-wise test should see.
-template <class T>
-std::vector<T> special_values() {
-  auto h = [](float f) {
-    if constexpr (std::is_same_v<T, __half>) return __float2half_rn(f);
-    else return static_cast<T>(f);
-  };
-  const float inf = std::numeric_limits<float>::infinity();
-  return {h(0.0f), h(-0.0f), h(inf), h(-inf), h(std::nanf("")), h(-1.0f), h(1.0f)};
-}
-
-// Where the special values (±0, ±inf, NaN, ±1) go in an n-element input: the first and last
-// seven elements, and about one in `every` elsewhere, at positions chosen from the seed. A pure
-// function of the index, so a parallel fill can place them. Returns the index into
-// special_values<T>(), or -1 for "keep the random value".
-inline int special_slot(std::uint64_t i, std::uint64_t n, const Random& rng, int count = 7, std::uint64_t every = 61) {
-  const std::uint64_t k = static_cast<std::uint64_t>(count);
-  if (i < k) return static_cast<int>(i);
-  if (i + k >= n) return static_cast<int>((n - 1 - i + 3) % k);
-  const std::uint64_t b = rng.bits(i ^ 0xA5A5A5A5ull);
-  return b % every == 0 ? static_cast<int>((b >> 32) % k) : -1;
-}
-
-// Overwrites the elements special_slot() picks with the special values.
-template <class T>
-void sprinkle_specials(std::vector<T>& v, const Random& rng) {
-  const auto specials = special_values<T>();
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (const int s = special_slot(i, v.size(), rng, static_cast<int>(specials.size())); s >= 0) v[i] = specials[s];
-}
-
-// The seed for tests: TUT_SEED from the environment, else a fixed default. Printed by the
-// test runner so a failure can be replayed.
+// The seed for tests and benchmarks: TUT_SEED from the environment, else a fixed default. Throws
+// std::invalid_argument when TUT_SEED is not a non-negative integer.
 std::uint64_t test_seed();
+
+// Parses a seed ("1234", "0x4d2"). Throws std::invalid_argument naming the text.
+std::uint64_t parse_seed(const char* text);
 
 }  // namespace tut

@@ -57,8 +57,20 @@ int access_bits(std::string_view opcode);
 // the instruction is not inside a loop. Use it to compare per-iteration cost.
 std::vector<SassInstruction> loop_around(const SassKernel& k, std::string_view opcode_prefix);
 
+// Every loop of the kernel: for each backward branch, the instructions from its target to it.
+std::vector<std::vector<SassInstruction>> loops(const SassKernel& k);
+
+// The loop with the most instructions whose opcode starts with `opcode_prefix` (the unrolled main
+// loop, rather than the remainder loop the compiler runs before it); empty when none has any.
+std::vector<SassInstruction> main_loop(const SassKernel& k, std::string_view opcode_prefix);
+
 // True when two kernels have the same instructions, operands included.
 bool same_code(const SassKernel& a, const SassKernel& b);
+
+// Bytes of global loads one thread issues before its first global store: from the kernel's entry,
+// or around any loop, whichever is larger. What a thread of this kernel has in flight while it
+// waits for memory in its steady state, read off the SASS.
+int load_bytes_before_first_store(const SassKernel& k);
 
 // Memory instructions of a kind ("LDG", "STG", "LDS", ...) with the given width in bits.
 int count_memory_ops(const SassKernel& k, std::string_view kind, int bits);

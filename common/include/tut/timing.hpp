@@ -1,4 +1,4 @@
-// Timing with CUDA events: warm up, repeat, report the median with min and max.
+// Timing with CUDA events, and the machine's own ceilings measured in the same process.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,31 +20,49 @@ Stats summarize(std::vector<double> samples_ms);
 struct TimingOptions {
   int warmup = 5;
   int reps = 50;
-  // When non-zero, a buffer of this many bytes is overwritten before every repetition
-  // (outside the timed interval), so no repetition finds the previous one's data in L2.
+  // When non-zero, a buffer of this many bytes is overwritten before every repetition (outside
+  // the timed interval), so no repetition finds the previous one's data in L2.
   std::size_t flush_bytes = 0;
 };
 
-// Times `launch(stream)` once per repetition between two events. The callable enqueues work
-// on the stream and must not synchronise. Throws tut::CudaError on any CUDA failure.
+// What is timed: for each repetition, `before(stream)` (resets) and the L2 flush are enqueued
+// first, then a start event, `launch(stream)`, and a stop event; the sample is the time between
+// the two events. The launch must not synchronize. Warm-up launches (with `before`) come first
+// and are not timed. Throws tut::CudaError on any CUDA failure.
 Stats time_kernel(const std::function<void(cudaStream_t)>& launch, const TimingOptions& opt,
-                  cudaStream_t stream = nullptr);
+                  cudaStream_t stream = nullptr, const std::function<void(cudaStream_t)>& before = {});
 
-// The flush size the benchmarks use: twice the L2 when the working set is under four times
-// the L2 (it could otherwise be served from cache), zero otherwise.
+// The flush size the benchmarks use: twice the L2 when the working set is under four times the
+// L2 (it could otherwise be served from cache), zero otherwise.
 std::size_t l2_flush_bytes(std::size_t working_set_bytes, std::size_t l2_bytes);
 
-struct CopyCeiling {
-  double GBps = 0;           // bytes read + bytes written per second, median repetition
-  std::size_t bytes = 0;     // bytes moved per repetition (read + write)
+struct CopyShape {
+  std::string name;
+  bool own = true;  // false: the driver's cudaMemcpyAsync
+  double GBps = 0;  // bytes read + bytes written per second, median repetition
   Stats stats;
-  std::string shape;         // the launch shape that achieved it
 };
 
-// The device's copy bandwidth, measured now: a grid-stride copy of 16-byte values over
-// max(min_bytes, 8 x L2) of source (less only if free memory is short), timed in a few launch
-// shapes (grid-stride loops with 1 or 4 loads in flight per thread, and one 16 KiB tile per
-// block); the best one counts.
+struct CopyCeiling {
+  double GBps = 0;          // the best candidate: every "fraction of copy" divides by this
+  std::size_t bytes = 0;    // bytes moved per repetition (read + write)
+  Stats stats;
+  std::string shape;        // the candidate that won
+  std::vector<CopyShape> candidates;
+  double read_GBps = 0;     // a read-only stream over the same bytes
+  double write_GBps = 0;    // a write-only stream
+  const CopyShape* best_own() const;
+};
+
+// The device's copy bandwidth, measured now over max(min_bytes, 8 x L2) of source (less only if
+// free memory is short): our own copy kernels in several launch shapes and the driver's
+// device-to-device cudaMemcpyAsync, interleaved in rounds; the best one is the ceiling. Also
+// times a read-only and a write-only stream, which explain how a read-heavy problem can run
+// above the copy's even mix of reads and writes.
 CopyCeiling measure_copy_ceiling(int reps = 30, std::size_t min_bytes = std::size_t{1} << 30);
+
+// Latency of one dependent load that misses the caches (a pointer chase over `bytes`), in ns.
+// Unloaded: a lower bound on the latency loads see while the memory system is busy.
+double measure_dram_latency_ns(std::size_t bytes = std::size_t{1} << 30, int hops = 20000);
 
 }  // namespace tut

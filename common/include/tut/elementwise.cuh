@@ -1,21 +1,24 @@
-// A generic element-wise template in the style of OneFlow's elementwise.cuh.
+// The element-wise toolkit every chapter uses, and the generic template chapter 01 builds up to.
 //
-//   ew::launch(factory, stream, n, out, in0 [, in1 [, in2]])
+// The pieces, each usable alone:
+//   Packed<T, N>        N elements read or written as one access (alignas(sizeof(T) * N)).
+//   pack_size<T...>()   the widest pack every operand type allows: 16 bytes, at most 8 elements.
+//   all_aligned<N>(p..) every pointer aligned for packs of N of its own type.
+//   waves_grid_size()   the grid rule: enough blocks for `waves` full waves of resident threads
+//                       (SMs x max threads per SM / block size), never more than the work needs.
 //
+// The generic template (OneFlow's elementwise.cuh, rewritten), and launch_tiles(), the same with one
+// pack per thread and one block per tile instead of a grid-stride loop:
+//   tut::ew::launch(factory, stream, n, out, in0 [, in1 [, in2]])
 // applies the functor that `factory()` builds on the device to 1-3 inputs. Everything known at
-// compile time is a template parameter (pack width, block size); everything every thread shares
-// (pack count, tail length, tail pointers) is computed once on the host and passed in.
-//
-// - Pack width: 16 bytes per access (the widest a thread can load, LDG.E.128), at most 8
-//   elements, and the same for every operand: pack_size<float>() = 4, <half> = 8, <half, float> = 4.
-// - Alignment: a pack is read as one aligned 16-byte value, so every pointer must be aligned to
-//   the pack's size. When any is not, the launch falls back to width 1, which is always correct.
-// - Tail: the n % pack elements after the last whole pack are handled by the first threads.
-// - Apply2: a functor with an Apply2(out*, in*...) member processes element pairs, so half
-//   arithmetic can use the paired instructions (__hmul2 is one HMUL2 for two products).
-// - Errors: the launch's error is returned, never swallowed; callers check it.
-//
-// Chapter 02 includes this header as its reference row.
+// compile time is a template parameter (pack width, block size); what every thread shares (pack
+// count, tail length, tail pointers) is computed once on the host and passed in.
+//   - A pack is read as one aligned 16-byte value, so every pointer must be aligned to the pack's
+//     size; when one is not, the same kernel runs with N = 1, which is always correct.
+//   - The n % N elements after the last whole pack are handled by the first threads.
+//   - A functor with an Apply2(out*, in*...) member processes element pairs, so half arithmetic
+//     uses the paired instructions (__hmul2 is one HMUL2 for two products).
+//   - Errors are returned (cudaError_t), never swallowed.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,7 +27,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace ew {
+namespace tut::ew {
 
 inline constexpr int kBlockSize = 256;
 inline constexpr int kNumWaves = 32;
@@ -36,28 +39,24 @@ constexpr int pack_size_of() {
   return std::max(1, std::min(static_cast<int>(kMaxPackBytes / sizeof(T)), kMaxPackSize));
 }
 
-// The widest pack every operand type allows.
 template <class T, class... Ts>
 constexpr int pack_size() {
   if constexpr (sizeof...(Ts) == 0) return pack_size_of<T>();
   else return std::min(pack_size_of<T>(), pack_size<Ts...>());
 }
 
-// N elements of T read or written as one access: alignas makes the compiler emit one
-// LDG/STG of sizeof(T) * N bytes when a whole Packed is copied.
+// Copying a whole Packed is one LDG/STG of sizeof(T) * N bytes: alignas tells the compiler the
+// address is a multiple of the access width, and the struct is trivially copyable.
 template <class T, int N>
 struct alignas(sizeof(T) * N) Packed {
   T elem[N];
 };
 
-// True when every pointer is aligned for packs of `pack` elements of its own type.
 template <int pack, class... Ptrs>
 bool all_aligned(const Ptrs*... ptrs) {
   return ((reinterpret_cast<std::uintptr_t>(ptrs) % (sizeof(Ptrs) * pack) == 0) && ...);
 }
 
-// Blocks for a grid-stride loop over `work` items: enough for `waves` full waves of resident
-// threads (SM count x max threads per SM / block size), never more than the work needs, at least 1.
 inline std::int64_t waves_grid_size(std::int64_t work, int block_size, int sm_count, int threads_per_sm,
                                     int waves = kNumWaves) {
   const std::int64_t by_work = (work + block_size - 1) / block_size;
@@ -82,9 +81,8 @@ struct HasApply2 : std::false_type {};
 template <class F>
 struct HasApply2<F, std::void_t<decltype(&F::Apply2)>> : std::true_type {};
 
-// The packs are taken by value: the caller's `pack_in[i]` is then copied into registers with one
-// 16-byte load each. Taken by reference, the compiler reads each element straight from global
-// memory instead (four LDG.E for a float pack; chapter 02's kernel k1), and the SASS test fails.
+// The packs come in by value: the caller's `pack_in[i]` is copied into registers with one 16-byte
+// load each, and the functor works on the copy.
 template <int N, class F, class R, class... IN>
 __device__ __forceinline__ Packed<R, N> apply_pack(const F& f, const Packed<IN, N>... in) {
   Packed<R, N> out;
@@ -124,15 +122,66 @@ cudaError_t launch_packed(FactoryT factory, cudaStream_t stream, std::int64_t n,
   return cudaPeekAtLastError();
 }
 
-// The entry point. n == 0 launches nothing.
+// The same work with no loop: one pack per thread, one tile of kBlockSize packs per block, as many
+// blocks as tiles (the shape PyTorch's vectorized element-wise kernel has). Block 0's first threads
+// also do the n % N tail.
+template <int N, class FactoryT, class R, class... IN>
+__global__ void __launch_bounds__(kBlockSize)
+    apply_tiles(FactoryT factory, std::int64_t n_pack, Packed<R, N>* __restrict__ pack_out,
+                const Packed<IN, N>* __restrict__... pack_in, std::int64_t n_tail, R* __restrict__ tail_out,
+                const IN* __restrict__... tail_in) {
+  auto f = factory();
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kBlockSize) + threadIdx.x;
+  if (i < n_pack) pack_out[i] = apply_pack<N, decltype(f), R, IN...>(f, pack_in[i]...);
+  if (i < n_tail) tail_out[i] = f(tail_in[i]...);
+}
+
+template <int N, class FactoryT, class R, class... IN>
+cudaError_t launch_tiles_packed(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+  const std::int64_t n_pack = n / N;
+  const std::int64_t tail_offset = n_pack * N;
+  const std::int64_t blocks = std::max<std::int64_t>(1, (n_pack + kBlockSize - 1) / kBlockSize);
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+  apply_tiles<N, FactoryT, R, IN...><<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(
+      factory, n_pack, reinterpret_cast<Packed<R, N>*>(out), reinterpret_cast<const Packed<IN, N>*>(in)...,
+      n - tail_offset, out + tail_offset, (in + tail_offset)...);
+  return cudaPeekAtLastError();
+}
+
+// The pack width launch() uses for these pointers: the widest pack when every one is aligned for
+// it, else 1.
+template <class R, class... IN>
+int pack_for(const R* out, const IN*... in) {
+  constexpr int N = pack_size<R, IN...>();
+  return all_aligned<N>(out, in...) ? N : 1;
+}
+
+// The entry point. n == 0 launches nothing; n < 0 is cudaErrorInvalidValue.
 template <class FactoryT, class R, class... IN>
 cudaError_t launch(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
   static_assert(sizeof...(IN) >= 1 && sizeof...(IN) <= 3, "1 to 3 inputs");
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   constexpr int N = pack_size<R, IN...>();
-  if (all_aligned<N>(out, in...)) return launch_packed<N>(factory, stream, n, out, in...);
+  if (pack_for(out, in...) == N) return launch_packed<N>(factory, stream, n, out, in...);
   return launch_packed<1>(factory, stream, n, out, in...);
+}
+
+// launch() with the tile-per-block kernel instead of the grid-stride loop.
+template <class FactoryT, class R, class... IN>
+cudaError_t launch_tiles(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+  static_assert(sizeof...(IN) >= 1 && sizeof...(IN) <= 3, "1 to 3 inputs");
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  constexpr int N = pack_size<R, IN...>();
+  if (pack_for(out, in...) == N) return launch_tiles_packed<N>(factory, stream, n, out, in...);
+  return launch_tiles_packed<1>(factory, stream, n, out, in...);
+}
+
+// The kernels launch() and launch_tiles() use for aligned pointers: for register counts and SASS checks.
+template <class FactoryT, class R, class... IN>
+constexpr auto tiles_kernel() {
+  return &apply_tiles<pack_size<R, IN...>(), FactoryT, R, IN...>;
 }
 
 // The kernel launch() uses for aligned pointers: for register counts and SASS checks.
@@ -147,4 +196,4 @@ struct SimpleFactory {
   __device__ F operator()() const { return F{}; }
 };
 
-}  // namespace ew
+}  // namespace tut::ew
