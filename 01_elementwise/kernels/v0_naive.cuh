@@ -5,9 +5,12 @@
 // computes the index in 64 bits: with 32-bit `blockIdx.x * blockDim.x + threadIdx.x` the index
 // wraps past 2^31 elements and the kernel writes at negative offsets.
 //
-// Why it is slow: every thread moves 4 bytes (float) or 2 bytes (half) per access, so the SM
-// must issue many load/store instructions per byte, and the million short-lived blocks each pay
-// launch and retirement costs. SASS: LDG.E / STG.E (32-bit) and LDG.E.U16 / STG.E.U16 (half).
+// What limits it: each thread issues one load (4 bytes of float, 2 of half) and has nothing else
+// to do while it waits, so the bytes in flight per SM are at most 2048 threads x 4 bytes. Little's
+// law says the memory system needs more than that in flight to run at full bandwidth (the
+// profile's "in flight" columns), and every block lives for one load, so the SMs also spend time
+// launching and retiring a million blocks (achieved occupancy well under 100%).
+// SASS: one LDG.E and one STG.E (float), two LDG.E.U16 and one STG.E.U16 (half).
 #pragma once
 
 #include "tut/check.hpp"

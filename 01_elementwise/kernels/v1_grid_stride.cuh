@@ -1,12 +1,15 @@
 // v1_grid_stride: a fixed grid of 1024 blocks, each thread looping with stride gridDim * blockDim.
 //
-// What changed: the grid no longer grows with n. Each thread handles many elements, so block
-// launch and retirement costs are paid 1024 times instead of n/256 times, and any n works with
-// the same launch.
+// What changed: the grid no longer grows with n; each thread handles many elements. The loop
+// gives the compiler something to work with: for float it unrolls the loop four times and issues
+// the four loads before the first store, so a thread has 16 bytes in flight instead of 4 (the
+// SASS test checks this). For half it does not unroll: two 2-byte loads per iteration, as in v0.
 //
-// Why it may not be faster: a fixed 1024 x 256 threads is a guess. On a GPU with many SMs it is
-// about one wave, so each SM has few independent loads in flight and cannot hide DRAM latency;
-// on a small GPU it is more than needed. v2 sizes the grid from the device instead.
+// What limits it: 1024 blocks of 256 threads are one wave on a 132-SM GPU (8 blocks fit per SM),
+// and every block runs until the end of the kernel. Each SM has a fixed share of the work, SMs
+// do not all get the same bandwidth, and the ones that finish early sit idle while the last ones
+// finish: the profile's "SM balance" (the least busy SM's active cycles over the busiest's) is
+// well under 1. v2 fixes this with many short blocks.
 #pragma once
 
 #include "tut/check.hpp"

@@ -1,8 +1,7 @@
-// Host-only tests: the CPU reference, and the grid-size, pack-width and alignment logic of the
-// generic template. No GPU needed.
+// Host-only tests of the CPU reference. (The generic template's grid, pack-width and alignment
+// rules are tested where they live, in common/tests/test_elementwise.cu.) No GPU needed.
 #include <doctest/doctest.h>
 
-#include "kernels/elementwise.cuh"
 #include "reference.hpp"
 
 #include <cmath>
@@ -32,44 +31,4 @@ TEST_CASE("mul_ref: the correctly rounded half product") {
   CHECK(std::isnan(f(ch01::mul_ref(h(INFINITY), h(0.0f)))));
   // 1.0009765625 = 1 + 2^-10 is a half; its square 1 + 2^-9 + 2^-20 needs rounding.
   CHECK(f(ch01::mul_ref(h(1.0009765625f), h(1.0009765625f))) == 1.001953125f);
-}
-
-TEST_CASE("pack width: 16 bytes, at most 8 elements, the narrowest over all operands") {
-  CHECK(ew::pack_size<float>() == 4);
-  CHECK(ew::pack_size<__half>() == 8);
-  CHECK(ew::pack_size<double>() == 2);
-  CHECK(ew::pack_size<std::int8_t>() == 8);  // 16 would fit; capped at 8 elements
-  CHECK(ew::pack_size<__half, float>() == 4);
-  CHECK(ew::pack_size<__half, __half, __half>() == 8);
-  CHECK(ew::pack_size<double, std::int8_t>() == 2);
-  struct Big { char b[32]; };
-  CHECK(ew::pack_size<Big>() == 1);
-  CHECK(sizeof(ew::Packed<__half, 8>) == 16);
-  CHECK(alignof(ew::Packed<__half, 8>) == 16);
-  CHECK(alignof(ew::Packed<float, 1>) == 4);
-}
-
-TEST_CASE("alignment check: every pointer aligned to its own pack size") {
-  alignas(16) static float f[16];
-  alignas(16) static __half h[32];
-  CHECK(ew::all_aligned<4>(f, f + 4, f + 8));
-  CHECK_FALSE(ew::all_aligned<4>(f, f + 1));
-  CHECK_FALSE(ew::all_aligned<4>(f + 2, f + 4));
-  CHECK(ew::all_aligned<2>(f + 2, f + 4));
-  CHECK(ew::all_aligned<8>(h, h + 8));
-  CHECK_FALSE(ew::all_aligned<8>(h, h + 4));
-  CHECK(ew::all_aligned<4>(h + 4, f));  // 4 halves = 8 bytes
-  CHECK(ew::all_aligned<1>(f + 1, h + 3));
-}
-
-TEST_CASE("waves grid size: capped by the work, by the device, and at least one block") {
-  // H100: 132 SMs x 2048 threads / 256 x 32 waves = 33792 blocks.
-  CHECK(ew::waves_grid_size(std::int64_t{1} << 28, 256, 132, 2048) == 33792);
-  CHECK(ew::waves_grid_size(std::int64_t{1} << 28, 256, 132, 2048, 1) == 1056);
-  CHECK(ew::waves_grid_size(1000, 256, 132, 2048) == 4);
-  CHECK(ew::waves_grid_size(1024, 256, 132, 2048) == 4);
-  CHECK(ew::waves_grid_size(1025, 256, 132, 2048) == 5);
-  CHECK(ew::waves_grid_size(1, 256, 132, 2048) == 1);
-  CHECK(ew::waves_grid_size(0, 256, 132, 2048) == 1);
-  CHECK(ew::waves_grid_size(std::int64_t{1} << 40, 256, 1, 1536) == 6 * 32);  // 1536/256 = 6 blocks per SM
 }

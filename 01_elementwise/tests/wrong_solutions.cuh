@@ -33,6 +33,17 @@ inline void swallows_nan(cudaStream_t s, std::int64_t n, float* y, const float* 
   TUT_CHECK_LAUNCH("fmax_kernel");
 }
 
+// y = x > 0 ? x : 0: right for every value but -0, which becomes +0.
+__global__ void positive_kernel(const float* __restrict__ x, float* __restrict__ y, std::int64_t n) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+}
+inline void loses_negative_zero(cudaStream_t s, std::int64_t n, float* y, const float* x) {
+  if (n == 0) return;
+  positive_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(x, y, n);
+  TUT_CHECK_LAUNCH("positive_kernel");
+}
+
 // Rounds the grid up to whole packs of 4 and writes the whole last pack: one to three elements
 // past n. Inside the allocation, so only the guard check can see it.
 __global__ void overrun_kernel(const float* __restrict__ x, float* __restrict__ y, std::int64_t n_rounded) {

@@ -12,13 +12,14 @@
 // grid nobody copies it. Here the n % width leftover elements go to the first threads, for any
 // n and any grid.
 //
-// These kernels need both pointers aligned to the vector width; copy_int4_checked
+// These kernels need both pointers aligned to the vector width; copy_tiles_checked
 // (kernels/alignment.cuh) is the launcher that is correct for any pointer.
 #pragma once
 
 #include "kernels/launch.cuh"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cstdint>
 
 namespace ch02 {
@@ -44,44 +45,61 @@ void copy_vectorized(cudaStream_t stream, std::int64_t n, std::int32_t* out, con
   TUT_CHECK_LAUNCH("copy_kernel");
 }
 
-// copy_int4_tiles: one contiguous tile of kBlock x kLoads int4 per block, kLoads independent
-// 16-byte loads in flight per thread before any store, and as many blocks as there are tiles.
+// copy_int4_tiles_4k, copy_int4_tiles and copy_int4_tiles_1024: one contiguous tile of
+// kThreads x kLoads int4 per block, kLoads independent 16-byte loads per thread issued before any
+// store, and as many blocks as there are tiles.
 //
-// What changed from copy_int4: no long-lived grid-stride loop. Each block reads one 16 KiB
-// stretch and retires; the hardware keeps every SM full of fresh blocks. Why it helps: four
-// loads are outstanding per thread instead of one, and the blocks in flight at any moment touch a
-// compact range of addresses instead of the grid's whole stride, which DRAM serves more
-// efficiently. On the H100 this closes most of the last few percent to cudaMemcpyAsync.
+// What changed from copy_int4: no long-lived grid-stride loop. Each block reads one tile (16 KiB
+// for 256 threads x 4 loads, 32 KiB for 1024 threads x 2, 4 KiB for 256 threads x 1: the shape
+// of PyTorch's element-wise kernels), writes it and retires; the block
+// scheduler keeps every SM full of fresh blocks, and the blocks in flight at any moment cover a
+// compact range of addresses instead of the grid's whole stride. Which tile shape is fastest
+// differs between GPUs; the copy ceiling (common/src/timing.cu) times both shapes beside the
+// driver's copy, and the lesson's table shows the winner on each GPU.
 // The partial last tile and the n % 4 elements are copied by the whole grid after the tiles.
-inline constexpr int kTileLoads = 4;
-
-__global__ void __launch_bounds__(kBlock)
-    copy_int4_tiles_kernel(const std::int32_t* __restrict__ in, std::int32_t* __restrict__ out, std::int64_t n_vec,
-                           std::int64_t n, std::int64_t n_tiles) {
-  constexpr std::int64_t kTile = std::int64_t{kBlock} * kTileLoads;
+template <int kThreads, int kLoads>
+__global__ void __launch_bounds__(kThreads)
+    copy_tiles_kernel(const std::int32_t* __restrict__ in, std::int32_t* __restrict__ out, std::int64_t n_vec,
+                      std::int64_t n, std::int64_t n_tiles) {
+  constexpr std::int64_t kTile = std::int64_t{kThreads} * kLoads;
   const int4* __restrict__ vin = reinterpret_cast<const int4*>(in);
   int4* __restrict__ vout = reinterpret_cast<int4*>(out);
-  for (std::int64_t t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-    const std::int64_t base = t * kTile + threadIdx.x;
-    int4 v[kTileLoads];
+  if (blockIdx.x < n_tiles) {
+    const std::int64_t base = blockIdx.x * kTile + threadIdx.x;
+    int4 v[kLoads];
 #pragma unroll
-    for (int u = 0; u < kTileLoads; ++u) v[u] = vin[base + u * kBlock];
+    for (int u = 0; u < kLoads; ++u) v[u] = vin[base + u * kThreads];
 #pragma unroll
-    for (int u = 0; u < kTileLoads; ++u) vout[base + u * kBlock] = v[u];
+    for (int u = 0; u < kLoads; ++u) vout[base + u * kThreads] = v[u];
   }
-  const std::int64_t tid = global_thread();
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kBlock;
+  // Less than one tile is left: no point unrolling these loops.
+  const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
+#pragma unroll 1
   for (std::int64_t i = n_tiles * kTile + tid; i < n_vec; i += stride) vout[i] = vin[i];
+#pragma unroll 1
   for (std::int64_t i = n_vec * 4 + tid; i < n; i += stride) out[i] = in[i];
 }
 
-inline void copy_int4_tiles(cudaStream_t stream, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
+template <int kThreads, int kLoads>
+void copy_tiles(cudaStream_t stream, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
   if (n == 0) return;
   const std::int64_t n_vec = n / 4;
-  const std::int64_t n_tiles = n_vec / (std::int64_t{kBlock} * kTileLoads);
-  const std::int64_t blocks = std::min<std::int64_t>(std::max<std::int64_t>(n_tiles, 1), 0x7fffffff);
-  copy_int4_tiles_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(in, out, n_vec, n, n_tiles);
-  TUT_CHECK_LAUNCH("copy_int4_tiles_kernel");
+  const std::int64_t n_tiles = n_vec / (std::int64_t{kThreads} * kLoads);
+  if (n_tiles > 0x7fffffff) throw std::invalid_argument("copy_tiles: more tiles than a grid can have blocks");
+  copy_tiles_kernel<kThreads, kLoads><<<static_cast<unsigned>(std::max<std::int64_t>(n_tiles, 1)), kThreads, 0, stream>>>(
+      in, out, n_vec, n, n_tiles);
+  TUT_CHECK_LAUNCH("copy_tiles_kernel");
+}
+
+inline void copy_int4_tiles_4k(cudaStream_t s, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
+  copy_tiles<256, 1>(s, n, out, in);
+}
+inline void copy_int4_tiles(cudaStream_t s, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
+  copy_tiles<256, 4>(s, n, out, in);
+}
+inline void copy_int4_tiles_1024(cudaStream_t s, std::int64_t n, std::int32_t* out, const std::int32_t* in) {
+  copy_tiles<1024, 2>(s, n, out, in);
 }
 
 // The library's copy, as a peer row: what the driver's own device-to-device copy achieves.

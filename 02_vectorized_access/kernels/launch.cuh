@@ -2,7 +2,7 @@
 // loop bodies: chapter 01's waves rule (SMs x resident blocks x 32 waves, capped by the work).
 #pragma once
 
-#include "elementwise.cuh"
+#include "tut/elementwise.cuh"
 #include "tut/check.hpp"
 
 #include <cstdint>
@@ -18,7 +18,7 @@ struct Grid {
 
 inline Grid grid_for(std::int64_t work_items) {
   std::int64_t blocks = 0;
-  TUT_CUDA(ew::waves_grid_size(work_items > 0 ? work_items : 1, kBlock, &blocks));
+  TUT_CUDA(tut::ew::waves_grid_size(work_items > 0 ? work_items : 1, kBlock, &blocks));
   return {static_cast<unsigned>(blocks), blocks * kBlock};
 }
 

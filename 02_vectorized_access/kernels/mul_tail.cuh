@@ -2,7 +2,7 @@
 // Every kernel gets the same grid and the same tail, so only the main loop differs.
 #pragma once
 
-#include "elementwise.cuh"
+#include "tut/elementwise.cuh"
 #include "kernels/launch.cuh"
 
 #include <cuda_fp16.h>
@@ -12,7 +12,7 @@
 namespace ch02 {
 
 inline constexpr int kPack = 8;  // 8 halves = 16 bytes
-using Pack = ew::Packed<__half, kPack>;
+using Pack = tut::ew::Packed<__half, kPack>;
 
 // The n % 8 elements after the last whole pack, by the first threads.
 __device__ __forceinline__ void mul_tail(const __half* x, const __half* y, __half* z, std::int64_t begin,

@@ -1,7 +1,7 @@
 // Host-only tests: the CPU references and the alignment rule the checked launchers use.
 #include <doctest/doctest.h>
 
-#include "elementwise.cuh"
+#include "tut/elementwise.cuh"
 #include "reference.hpp"
 
 #include <cmath>
@@ -37,8 +37,8 @@ TEST_CASE("fma_ref rounds once, unlike a multiply then an add") {
 TEST_CASE("the checked launchers' rule: every pointer aligned to 16 bytes") {
   alignas(16) static std::int32_t i32[16];
   alignas(16) static __half f16[32];
-  CHECK(ew::all_aligned<4>(i32, i32 + 4));
-  for (int off = 1; off < 4; ++off) CHECK_FALSE(ew::all_aligned<4>(i32 + off, i32));
-  CHECK(ew::all_aligned<8>(f16, f16 + 8, f16 + 16));
-  for (int off = 1; off < 8; ++off) CHECK_FALSE(ew::all_aligned<8>(f16, f16 + off, f16 + 16));
+  CHECK(tut::ew::all_aligned<4>(i32, i32 + 4));
+  for (int off = 1; off < 4; ++off) CHECK_FALSE(tut::ew::all_aligned<4>(i32 + off, i32));
+  CHECK(tut::ew::all_aligned<8>(f16, f16 + 8, f16 + 16));
+  for (int off = 1; off < 8; ++off) CHECK_FALSE(tut::ew::all_aligned<8>(f16, f16 + off, f16 + 16));
 }

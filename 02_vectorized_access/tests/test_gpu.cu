@@ -1,10 +1,10 @@
 // Every registered version against the CPU reference: the vector kernels on aligned data, the
-// launchers that claim any alignment at every pointer offset 0-7.
+// launchers that claim any alignment with every operand moved 0-7 elements off alignment.
 #include <doctest/doctest.h>
 
-#include "tests/grading.cuh"
 #include "tut/gpu_test.hpp"
-#include "tut/ladder_tests.hpp"
+#include "tut/grading.hpp"
+#include "versions.cuh"
 
 namespace {
 
@@ -27,33 +27,38 @@ void fma_drops_tail(cudaStream_t s, std::int64_t n, __half* z, const __half* a, 
   TUT_CHECK_LAUNCH("fma_drops_tail_kernel");
 }
 
+tut::CheckResult grade_fma(ch02::FmaInstance::Launch launch, std::int64_t n) {
+  const auto v = tut::elementwise_version<__half, __half, __half, __half>("wrong", "", launch, {});
+  return tut::grade(ch02::fma_problem(), v, tut::flat_case(n), tut::test_options("fma_f16", n));
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
   TEST_CASE("copy_i32: every version matches the reference at awkward sizes" * tut::needs_gpu()) {
-    tut::check_ladder_sizes(ch02::copy_ladder(), ch02::grade_copy);
+    tut::check_sizes(ch02::copy_problem());
   }
   TEST_CASE("mul_f16: every version matches the reference at awkward sizes" * tut::needs_gpu()) {
-    tut::check_ladder_sizes(ch02::mul_ladder(), ch02::grade_mul);
+    tut::check_sizes(ch02::mul_problem());
   }
   TEST_CASE("fma_f16: every version matches the reference at awkward sizes" * tut::needs_gpu()) {
-    tut::check_ladder_sizes(ch02::fma_ladder(), ch02::grade_fma);
+    tut::check_sizes(ch02::fma_problem());
   }
-  TEST_CASE("copy_i32: the any-alignment versions at every pointer offset 0-7" * tut::needs_gpu()) {
-    tut::check_ladder_offsets(ch02::copy_ladder(), ch02::grade_copy);
+  TEST_CASE("copy_i32: the any-alignment versions with every operand moved 0-7 elements" * tut::needs_gpu()) {
+    tut::check_offsets(ch02::copy_problem(), 1);
   }
-  TEST_CASE("mul_f16: the any-alignment versions at every pointer offset 0-7" * tut::needs_gpu()) {
-    tut::check_ladder_offsets(ch02::mul_ladder(), ch02::grade_mul);
+  TEST_CASE("mul_f16: the any-alignment versions with every operand moved 0-7 elements" * tut::needs_gpu()) {
+    tut::check_offsets(ch02::mul_problem(), 2);
   }
-  TEST_CASE("fma_f16: the any-alignment versions at every pointer offset 0-7" * tut::needs_gpu()) {
-    tut::check_ladder_offsets(ch02::fma_ladder(), ch02::grade_fma);
+  TEST_CASE("fma_f16: the any-alignment versions with every operand moved 0-7 elements" * tut::needs_gpu()) {
+    tut::check_offsets(ch02::fma_problem(), 3);
   }
   TEST_CASE("the grader rejects a vectorized a*x + y that drops the tail" * tut::needs_gpu()) {
-    CHECK(ch02::grade_fma(fma_drops_tail, 4096).ok());
-    const auto r = ch02::grade_fma(fma_drops_tail, 4099);
+    CHECK(grade_fma(fma_drops_tail, 4096).ok());
+    const auto r = grade_fma(fma_drops_tail, 4099);
     CHECK_FALSE(r.ok());
-    CHECK(r.mismatches == 3);
-    CHECK_FALSE(ch02::grade_fma(fma_drops_tail, 7).ok());
+    CHECK(r["y"].mismatches == 3);
+    CHECK_FALSE(grade_fma(fma_drops_tail, 7).ok());
   }
 }
 
@@ -61,9 +66,9 @@ TEST_SUITE("gpu") {
 TEST_SUITE("large") {
   const std::int64_t kHuge = (std::int64_t{1} << 31) + 9;
   TEST_CASE("copy_i32: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{24} << 30)) {
-    tut::check_ladder_at(ch02::copy_ladder(), ch02::grade_copy, kHuge);
+    tut::check_all_at(ch02::copy_problem(), tut::flat_case(kHuge));
   }
   TEST_CASE("mul_f16: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{24} << 30)) {
-    tut::check_ladder_at(ch02::mul_ladder(), ch02::grade_mul, kHuge);
+    tut::check_all_at(ch02::mul_problem(), tut::flat_case(kHuge));
   }
 }

@@ -36,15 +36,19 @@ TEST_CASE("copy_int4 moves 128 bits per access, copy_int2 64, copy_scalar 32" * 
   CHECK(tut::count_memory_ops(v2, "LDG", 32) >= 1);
 }
 
-TEST_CASE("copy_int4_tiles issues its four 16-byte loads before the first store" * doctest::skip(kNoCuobjdump)) {
-  const auto loop = tut::loop_around(kernel("copy_int4_tiles_kernel"), "LDG.E.128");
-  REQUIRE(!loop.empty());
-  int loads_before_store = 0;
-  for (const auto& i : loop) {
-    if (i.opcode.rfind("STG", 0) == 0) break;
-    loads_before_store += i.opcode.rfind("LDG.E.128", 0) == 0;
-  }
-  CHECK(loads_before_store >= 4);
+TEST_CASE("bytes in flight per thread: what each copy issues before its first store" * doctest::skip(kNoCuobjdump)) {
+  // The grid-stride copies: the compiler unrolls each loop; how far depends on the width.
+  const int scalar = tut::load_bytes_before_first_store(kernel("copy_kernel<int>"));
+  const int v2 = tut::load_bytes_before_first_store(kernel("copy_kernel<int2>"));
+  const int v4 = tut::load_bytes_before_first_store(kernel("copy_kernel<int4>"));
+  MESSAGE("bytes before the first store: copy_scalar " << scalar << ", copy_int2 " << v2 << ", copy_int4 " << v4);
+  CHECK(scalar == 16);
+  CHECK(v2 == 32);
+  CHECK(v4 == 32);
+  // The tiles: every load of the tile goes out before the first store.
+  CHECK(tut::load_bytes_before_first_store(kernel("copy_tiles_kernel<256, 4>")) == 64);
+  CHECK(tut::load_bytes_before_first_store(kernel("copy_tiles_kernel<1024, 2>")) == 32);
+  CHECK(tut::load_bytes_before_first_store(kernel("copy_tiles_kernel<256, 1>")) == 16);
 }
 
 TEST_CASE("k0, k2, k3 and k4 load and store 128 bits; k1 moves one half per access" * doctest::skip(kNoCuobjdump)) {
@@ -57,7 +61,7 @@ TEST_CASE("k0, k2, k3 and k4 load and store 128 bits; k1 moves one half per acce
   const auto& k1 = kernel("mul_k1_from_global");
   CHECK(wide(k1, 64) + wide(k1, 128) == 0);
   // Eight 16-bit loads per operand per pack, eight stores: 16 + 8 in the loop.
-  const auto loop = tut::loop_around(k1, "LDG");
+  const auto loop = tut::main_loop(k1, "LDG");
   int loads = 0, stores = 0;
   for (const auto& i : loop) {
     loads += i.opcode.rfind("LDG.E.U16", 0) == 0;
@@ -78,8 +82,8 @@ TEST_CASE("k3's half-element index costs nothing per iteration: the x8 is hoiste
   const auto& k0 = kernel("mul_k0_packed");
   const auto& k3 = kernel("mul_k3_half_index");
   CHECK_FALSE(tut::same_code(k0, k3));  // the code does differ...
-  const auto loop0 = tut::loop_around(k0, "LDG.E.128");
-  const auto loop3 = tut::loop_around(k3, "LDG.E.128");
+  const auto loop0 = tut::main_loop(k0, "LDG.E.128");
+  const auto loop3 = tut::main_loop(k3, "LDG.E.128");
   REQUIRE(!loop0.empty());
   REQUIRE(!loop3.empty());
   CHECK(loop3.size() <= loop0.size());  // ...but not inside the loop
@@ -90,14 +94,14 @@ TEST_CASE("k3's half-element index costs nothing per iteration: the x8 is hoiste
 TEST_CASE("the half products are paired: two per instruction" * doctest::skip(kNoCuobjdump)) {
   // Eight __hmul calls per pack become four paired instructions: ptxas issues some as HMUL2 and
   // some as HFMA2.MMA x*y + (-0), the same product on another pipe.
-  const auto loop = tut::loop_around(kernel("mul_k0_packed"), "LDG.E.128");
+  const auto loop = tut::main_loop(kernel("mul_k0_packed"), "LDG.E.128");
   int paired = 0;
   for (const auto& i : loop) paired += i.opcode.rfind("HMUL2", 0) == 0 || i.opcode.rfind("HFMA2", 0) == 0;
   CHECK(paired == 4);
 }
 
 TEST_CASE("no version spills to local memory" * doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"copy_int4_tiles_kernel", "copy_kernel<int4>", "copy_kernel<int2>", "copy_kernel<int>", "mul_k0_packed",
+  for (const char* name : {"copy_tiles_kernel<256, 1>", "copy_tiles_kernel<256, 4>", "copy_tiles_kernel<1024, 2>", "copy_kernel<int4>", "copy_kernel<int2>", "copy_kernel<int>", "mul_k0_packed",
                            "mul_k1_from_global", "mul_k2_cast_in_loop", "mul_k3_half_index", "mul_k4_int4_container"}) {
     INFO(name);
     CHECK(tut::count_opcode(kernel(name), "LDL") + tut::count_opcode(kernel(name), "STL") == 0);
