@@ -1,152 +1,320 @@
 #!/usr/bin/env python3
-"""Generate the results tables in the READMEs from the benchmarks' JSON.
+"""The tables in the READMEs, generated from the committed results; and the maintainer's publish.
 
-Every chapter README holds its tables between
-    <!-- results:begin -->  and  <!-- results:end -->
-and the root README holds the chapter list between
-    <!-- chapters:begin -->  and  <!-- chapters:end -->
-Nothing between the markers is written by hand: run
+Every chapter README holds generated sections between markers, filled from its results/ folder:
+    <!-- results:begin --> ... <!-- results:end -->   each GPU's timings (NN/results/<gpu>.json), with
+                                                      the PyTorch rows (<gpu>.torch.json) beside them
+    <!-- profile:begin --> ... <!-- profile:end -->   each GPU's Nsight Compute numbers (<gpu>.profile.json)
+    <!-- ceiling:begin --> ... <!-- ceiling:end -->   each GPU's copy-ceiling candidates
+    <!-- sweep:begin --> ... <!-- sweep:end -->       the size-sweep plots (<gpu>.sweep.png)
+and the root README holds the chapter list between <!-- chapters:begin --> and <!-- chapters:end -->.
+Nothing between markers is written by hand.
 
-    python3 common/tools/results_table.py --update            # rewrite every README
-    python3 common/tools/results_table.py --check CHAPTER_DIR # fail if one is stale (a test)
+  results_table.py --check DIR      exit 1 if DIR/README.md (or the root README) is stale (a test)
+  results_table.py --update         rewrite every README's generated sections
+  results_table.py summary RESULTS  print the tables of a user's run (BUILD/results), and write
+                                    RESULTS/summary.md; touches nothing in the repository
+  results_table.py publish RESULTS  copy RESULTS/CH/* into CH/results/ (refusing results of a build
+                                    with the exercises registered), then --update
 """
 import argparse
 import glob
 import json
 import os
+import shutil
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-CHAPTERS = [
-    ("01_elementwise", "Element-wise kernels: grid sizing, grid-stride loops, a generic vectorized template"),
-    ("02_vectorized_access", "16-byte loads, what the compiler really emits, and alignment"),
-    ("03_prefix_sum", "Block-wise prefix sum: shared memory, warp shuffles, coarsening"),
-    ("04_relu_mask", "ReLU with a bitmask: per-thread bytes versus warp ballots"),
-    ("05_bn_fusion", "Batch-norm fusion: BN+ReLU and BN+Add+ReLU in one pass"),
-    ("06_maxpool3d", "MaxPool3D, versions 1-5"),
-    ("07_roofline", "The roofline: every chapter's kernels against the machine's ceilings"),
-]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chapters  # noqa: E402
+
+ROOT = chapters.ROOT
+SCHEMA = 2
 
 
-def load_results(chapter_dir):
-    out = []
-    for path in sorted(glob.glob(os.path.join(chapter_dir, "results", "*.json"))):
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        doc["_file"] = os.path.relpath(path, chapter_dir)
-        out.append(doc)
+# ---- loading -------------------------------------------------------------------------------------
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("schema_version") != SCHEMA:
+        raise SystemExit(f"{path}: schema_version {doc.get('schema_version')}, expected {SCHEMA}; "
+                         "rerun the benchmark with this commit")
+    return doc
+
+
+def results_in(folder):
+    """{gpu slug: {"bench": doc, "torch": doc, "profile": doc, "sweep_png": path}} for a results folder."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        base = os.path.basename(path)[: -len(".json")]
+        slug, _, kind = base.partition(".")
+        kind = kind or "bench"
+        if kind not in ("bench", "torch", "profile", "sweep"):
+            continue
+        doc = load(path)
+        doc["_file"] = os.path.basename(path)
+        out.setdefault(slug, {})[kind] = doc
+    for path in sorted(glob.glob(os.path.join(folder, "*.sweep.png"))):
+        out.setdefault(os.path.basename(path).split(".")[0], {})["sweep_png"] = os.path.basename(path)
     return out
 
 
-def ms(run):
-    return f"{run['ms_median']:.4f} [{run['ms_min']:.4f}–{run['ms_max']:.4f}]"
+# ---- formatting ----------------------------------------------------------------------------------
+
+def f(v, fmt="{:.1f}", none="–"):
+    return none if v is None else fmt.format(v)
 
 
-def chapter_tables(results):
-    if not results:
-        return "_No results yet: run this chapter's benchmark on a GPU (see the root README)._\n"
-    parts = []
-    for doc in results:
-        parts.append(
-            f"**{doc['gpu']}** (`{doc['_file']}`, commit `{doc['commit']}`, {doc.get('date', '?')}): "
-            f"copy ceiling measured in the same run **{doc['copy_ceiling_GBps']:.1f} GB/s**.\n")
-        problems = []
-        for run in doc["runs"]:
-            if run["problem"] not in problems:
-                problems.append(run["problem"])
-        for problem in problems:
-            runs = [r for r in doc["runs"] if r["problem"] == problem]
-            floor_ms = runs[0]["bytes"] / (doc["copy_ceiling_GBps"] * 1e9) * 1e3
-            parts.append(f"\n`{problem}`, {runs[0]['size']}: {runs[0]['bytes'] / 1e9:.3f} GB moved at least, "
-                         f"{floor_ms:.4f} ms at the copy ceiling.\n\n")
-            parts.append("| version | ms median [min–max] | GB/s | of copy | vs first | regs | check |\n")
-            parts.append("|---|---|---:|---:|---:|---:|---|\n")
-            for r in runs:
-                regs = "–" if r.get("regs") is None else str(r["regs"])
-                parts.append(f"| `{r['version']}` | {ms(r)} | {r['GBps']:.1f} | {r['fraction_of_copy']:.3f} | "
-                             f"{r.get('speedup_vs_first', 0):.2f}× | {regs} | {r['check']} |\n")
-        parts.append("\n")
-    return "".join(parts).rstrip() + "\n"
+def ms(r):
+    return f"{r['ms_median']:.4f} [{r['ms_min']:.4f}–{r['ms_max']:.4f}]"
 
 
-def headline(chapter_dir):
-    """Each problem's best checked version; library peers (rows without a register count, i.e.
-    library calls such as cudaMemcpyAsync or CUB) are quoted beside it, not chosen."""
-    results = load_results(chapter_dir)
-    if not results:
-        return "not yet run"
+def regs(r):
+    per = r.get("regs_per_kernel") or []
+    return "–" if not per else "/".join(str(x) for x in per)
+
+
+def ordered(items, key):
+    seen = []
+    for it in items:
+        if key(it) not in seen:
+            seen.append(key(it))
+    return seen
+
+
+def ceiling_line(doc):
+    c = doc["copy_ceiling"]
+    own = f"; best own copy {c['best_own_GBps']:.1f} GB/s = {c['best_own_GBps'] / c['GBps']:.3f} of it" \
+        if c.get("best_own") else ""
+    return (f"copy ceiling measured in the same run **{c['GBps']:.1f} GB/s** ({c['winner']}{own}); "
+            f"read-only stream {c['read_only_GBps']:.1f} GB/s, write-only {c['write_only_GBps']:.1f} GB/s")
+
+
+def bench_tables(doc, torch_doc=None, prefix="results/"):
+    parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`, commit `{doc['commit']}`, {doc['date']}): "
+             f"{ceiling_line(doc)}.\n"]
+    peers = (torch_doc or {}).get("runs", [])
+    for problem, case in ordered(doc["runs"], lambda r: (r["problem"], r["case"])):
+        runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
+        h = runs[0]
+        floor_ms = h["bytes"] / (doc["copy_ceiling_GBps"] * 1e9) * 1e3
+        params = "".join(f", {k}={v}" for k, v in h.get("params", {}).items())
+        parts.append(f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "
+                     f"{floor_ms:.4f} ms at the copy ceiling.\n\n")
+        parts.append("| version | kind | ms median [min–max] | GB/s | of copy | vs first | regs | check |\n")
+        parts.append("|---|---|---|---:|---:|---:|---:|---|\n")
+        for r in runs:
+            kind = r["kind"] + (f" ({r['library']})" if r.get("library") else "")
+            parts.append(f"| `{r['version']}` | {kind} | {ms(r)} | {r['GBps']:.1f} | {r['fraction_of_copy']:.3f} | "
+                         f"{r['speedup_vs_first']:.2f}× | {regs(r)} | {r['check']} |\n")
+        for p in peers:
+            if p["problem"] == problem and p["case"] == case:
+                parts.append(f"| `{p['version']}` | peer (torch {torch_doc['torch']}) | {ms(p)} | {p['GBps']:.1f} | "
+                             f"{p['fraction_of_copy']:.3f}\\* | – | – | {p['check']} |\n")
+    if peers:
+        parts.append(f"\n\\* PyTorch's rows come from a separate process of the same session "
+                     f"(`{prefix}{torch_doc['_file']}`, {torch_doc['date']}), against the copy ceiling measured there: "
+                     f"{torch_doc['copy_ceiling_GBps']:.1f} GB/s ({torch_doc['copy_ceiling']['winner']}).\n")
+    return "".join(parts)
+
+
+def profile_tables(doc, prefix="results/"):
+    m = doc["machine"]
+    parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`, {doc['ncu']}, {doc['date']}): a load that misses the "
+             f"caches takes {m['dram_latency_ns']:.0f} ns unloaded; at the copy ceiling of "
+             f"{m['copy_ceiling']['GBps']:.0f} GB/s, Little's law asks for at least "
+             f"{m['bytes_in_flight_needed'] / 1e6:.2f} MB in flight, "
+             f"{m['bytes_in_flight_needed_per_sm'] / 1024:.1f} KiB per SM.\n"]
+    for problem in ordered(doc["runs"], lambda r: r["problem"]):
+        runs = [r for r in doc["runs"] if r["problem"] == problem]
+        parts.append(f"\n`{problem}`, {runs[0]['case']}:\n\n")
+        parts.append("| version | kernel grid × block | DRAM % of peak | achieved occupancy | sectors/request (ld, st) | "
+                     "LSU pipe % | SM balance | in flight: B/thread, KiB/SM (needs) | top stalls (% of active cycles) |\n")
+        parts.append("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+        for r in runs:
+            if not r["kernels"]:
+                parts.append(f"| `{r['version']}` | no kernel ncu can see | | | | | | | |\n")
+            for k in r["kernels"]:
+                stalls = ", ".join(f"{s['reason']} {s['pct']:.0f}" for s in k["stalls"])
+                inflight = (f"{k['load_bytes_in_flight_per_thread']}, {k['bytes_in_flight_per_sm'] / 1024:.1f} "
+                            f"({k['bytes_in_flight_needed_per_sm'] / 1024:.1f})"
+                            if k.get("bytes_in_flight_per_sm") is not None else "–")
+                parts.append(
+                    f"| `{r['version']}` | {f(k['grid'], '{:.0f}')} × {f(k['block'], '{:.0f}')} | {f(k['dram_pct'])} | "
+                    f"{f(k['achieved_occupancy_pct'])} | {f(k['sectors_per_request_ld'], '{:.1f}')}, "
+                    f"{f(k['sectors_per_request_st'], '{:.1f}')} | {f(k['lsu_pipe_pct'])} | "
+                    f"{f(k['sm_balance'], '{:.3f}')} | {inflight} | {stalls} |\n")
+    return "".join(parts)
+
+
+def ceiling_tables(doc):
+    c = doc["copy_ceiling"]
+    parts = [f"**{doc['gpu']}** (`{doc['_file']}`: {c['bytes'] / 2**20:.0f} MiB read and written per copy, "
+             f"the median of repetitions interleaved in rounds):\n\n",
+             "| copy | GB/s | of the best |\n|---|---:|---:|\n"]
+    for k in c["candidates"]:
+        name = k["shape"] + ("" if k["own"] else " (the driver)")
+        parts.append(f"| {name} | {k['GBps']:.1f} | {k['GBps'] / c['GBps']:.3f} |\n")
+    return "".join(parts)
+
+
+def chapter_sections(folder, prefix="results/"):
+    res = results_in(folder)
+    empty = "_No results yet: run `./tutorial bench` on a GPU, then `./tutorial publish`._\n"
+    sections = {"results": [], "profile": [], "ceiling": [], "sweep": []}
+    for slug in sorted(res):
+        r = res[slug]
+        if "bench" in r:
+            sections["results"].append(bench_tables(r["bench"], r.get("torch"), prefix))
+            sections["ceiling"].append(ceiling_tables(r["bench"]))
+        if "profile" in r:
+            sections["profile"].append(profile_tables(r["profile"], prefix))
+        if "sweep_png" in r:
+            gpu = r.get("sweep", {}).get("gpu", slug)
+            sections["sweep"].append(f"![fraction of copy against n on {gpu}]({prefix}{r['sweep_png']})\n")
+    return {k: "\n".join(v).rstrip() + "\n" if v else empty for k, v in sections.items()}
+
+
+# ---- the root README's chapter list --------------------------------------------------------------
+
+def headline(folder):
     cells = []
-    for doc in results:
+    for slug, r in sorted(results_in(folder).items()):
+        if "bench" not in r:
+            continue
+        doc = r["bench"]
         best, peers = {}, {}
-        for r in doc["runs"]:
-            if r["check"] != "pass":
+        for run in doc["runs"] + (r.get("torch") or {}).get("runs", []):
+            if run["check"] != "pass" or run["kind"] == "exercise":
                 continue
-            table = peers if r.get("regs") is None else best
-            if r["problem"] not in table or r["fraction_of_copy"] > table[r["problem"]]["fraction_of_copy"]:
-                table[r["problem"]] = r
+            table = peers if run["kind"] == "peer" else best
+            if run["problem"] not in table or run["GBps"] > table[run["problem"]]["GBps"]:
+                table[run["problem"]] = run
         items = []
-        for p, r in best.items():
-            item = f"`{p}` {r['fraction_of_copy']:.2f} of copy (`{r['version']}`"
+        for p, run in best.items():
+            item = f"`{p}` {run['fraction_of_copy']:.2f} of copy (`{run['version']}`"
             if p in peers:
-                item += f"; peer `{peers[p]['version']}` {peers[p]['fraction_of_copy']:.2f}"
+                item += f"; best peer `{peers[p]['version']}` at {run['GBps'] / peers[p]['GBps']:.2f}× its GB/s"
             items.append(item + ")")
         cells.append(f"{doc['gpu']}: " + ", ".join(items))
-    return "; ".join(cells)
+    return "; ".join(cells) or "not yet run"
 
 
 def chapters_table():
-    rows = ["| chapter | what it teaches | headline result (fraction of the measured copy ceiling) |\n",
-            "|---|---|---|\n"]
-    for name, blurb in CHAPTERS:
-        d = os.path.join(ROOT, name)
-        if os.path.isdir(d):
-            rows.append(f"| [{name}]({name}/README.md) | {blurb} | {headline(d)} |\n")
+    rows = ["| chapter | what it teaches | headline: each problem's best own version (fraction of the copy ceiling "
+            "measured in the same run) |\n", "|---|---|---|\n"]
+    for c in chapters.all_chapters():
+        if os.path.isdir(c.path):
+            rows.append(f"| [{c.name}]({c.name}/README.md) | {c.blurb} | {headline(os.path.join(c.path, 'results'))} |\n")
         else:
-            rows.append(f"| {name} | {blurb} | not written yet |\n")
+            rows.append(f"| {c.name} | {c.blurb} | not written yet |\n")
     return "".join(rows)
 
 
-def replace_between(text, tag, body, path):
+# ---- README plumbing -----------------------------------------------------------------------------
+
+def replace_between(text, tag, body):
     begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
     if begin not in text or end not in text:
-        raise SystemExit(f"{path}: markers {begin} / {end} not found")
+        return text
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{begin}\n{body}{end}{tail}"
 
 
-def targets():
+def targets(only=None):
     out = []
-    for name, _ in CHAPTERS:
-        d = os.path.join(ROOT, name)
-        if os.path.isfile(os.path.join(d, "README.md")):
-            out.append((os.path.join(d, "README.md"), "results", lambda d=d: chapter_tables(load_results(d))))
-    out.append((os.path.join(ROOT, "README.md"), "chapters", chapters_table))
+    for c in chapters.existing():
+        readme = os.path.join(c.path, "README.md")
+        if os.path.isfile(readme) and (only is None or os.path.abspath(c.path) == os.path.abspath(only)):
+            out.append((readme, lambda c=c: chapter_sections(os.path.join(c.path, "results"))))
+    out.append((os.path.join(ROOT, "README.md"), lambda: {"chapters": chapters_table()}))
     return out
+
+
+def regenerate(update, only=None):
+    stale = []
+    for path, make in targets(only):
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        new = text
+        for tag, body in make().items():
+            new = replace_between(new, tag, body)
+        if new != text:
+            if update:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+                print(f"updated {os.path.relpath(path, ROOT)}")
+            else:
+                stale.append(os.path.relpath(path, ROOT))
+    return stale
+
+
+# ---- a user's run: summary and publish ------------------------------------------------------------
+
+def summary(results):
+    parts = ["# Results of this run\n\nGenerated by `./tutorial bench` from the JSON beside this file; the "
+             "committed results in each chapter's `results/` are untouched.\n"]
+    found = False
+    for c in chapters.existing():
+        folder = os.path.join(results, c.name)
+        if not os.path.isdir(folder):
+            continue
+        res = results_in(folder)
+        for slug, r in sorted(res.items()):
+            if "bench" in r:
+                found = True
+                parts.append(f"\n## {c.name}\n\n" + bench_tables(r["bench"], r.get("torch"), prefix=f"{c.name}/"))
+    if not found:
+        print("no benchmark results in " + results + " (no GPU here, or the benchmarks did not run)")
+        return 0
+    text = "".join(parts)
+    print("\n" + text)
+    path = os.path.join(results, "summary.md")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print(f"wrote {path}")
+    return 0
+
+
+def publish(results):
+    copied = 0
+    for c in chapters.existing():
+        folder = os.path.join(results, c.name)
+        for path in sorted(glob.glob(os.path.join(folder, "*.json")) + glob.glob(os.path.join(folder, "*.png"))):
+            name = os.path.basename(path)
+            if name == "summary.md" or name.endswith(".tmp.json"):
+                continue
+            if name.endswith(".json"):
+                doc = load(path)
+                if doc.get("exercises") or any(r.get("kind") == "exercise" for r in doc.get("runs", [])):
+                    print(f"skipped {path}: it comes from a build with the exercises registered")
+                    continue
+            os.makedirs(os.path.join(c.path, "results"), exist_ok=True)
+            shutil.copyfile(path, os.path.join(c.path, "results", name))
+            print(f"published {c.name}/results/{name}")
+            copied += 1
+    if not copied:
+        print(f"nothing to publish in {results}")
+    regenerate(update=True)
+    return 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--update", action="store_true", help="rewrite every README's generated part")
+    ap.add_argument("--update", action="store_true", help="rewrite every README's generated sections")
     ap.add_argument("--check", metavar="DIR", help="exit 1 if DIR/README.md (or the root README) is stale")
+    ap.add_argument("action", nargs="?", choices=["summary", "publish"])
+    ap.add_argument("results", nargs="?", help="a build's results folder (BUILD/results)")
     args = ap.parse_args()
-    stale = []
-    for path, tag, make in targets():
-        if args.check and os.path.abspath(os.path.dirname(path)) not in (os.path.abspath(args.check), ROOT):
-            continue
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        new = replace_between(text, tag, make(), path)
-        if new != text:
-            if args.update:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(new)
-                print(f"updated {os.path.relpath(path, ROOT)}")
-            else:
-                stale.append(os.path.relpath(path, ROOT))
+    if args.action:
+        if not args.results:
+            ap.error(f"{args.action} needs the results folder")
+        return summary(args.results) if args.action == "summary" else publish(args.results)
+    stale = regenerate(update=args.update, only=args.check)
     if stale:
         print("stale generated tables in: " + ", ".join(stale))
-        print("run: python3 common/tools/results_table.py --update")
+        print("run: ./tutorial publish (or python3 common/tools/results_table.py --update)")
         return 1
     if args.check:
         print("generated tables are up to date")

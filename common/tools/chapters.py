@@ -1,0 +1,29 @@
+"""The chapter list (chapters.list at the repository root) and names shared by the tools."""
+import os
+import re
+from collections import namedtuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+Chapter = namedtuple("Chapter", "name blurb path")
+
+
+def all_chapters():
+    out = []
+    with open(os.path.join(ROOT, "chapters.list"), encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, _, blurb = line.partition("|")
+            out.append(Chapter(name.strip(), blurb.strip(), os.path.join(ROOT, name.strip())))
+    return out
+
+
+def existing():
+    return [c for c in all_chapters() if os.path.isdir(c.path)]
+
+
+def slug(gpu_name):
+    """'NVIDIA H100 80GB HBM3' -> 'NVIDIA_H100_80GB_HBM3', as tut::gpu_slug does."""
+    out = re.sub(r"[^A-Za-z0-9.\-]+", "_", gpu_name).strip("_")
+    return out or "unknown_gpu"
