@@ -147,9 +147,9 @@ def profile_tables(doc, prefix="results/"):
     return "".join(parts)
 
 
-def ceiling_tables(doc):
+def ceiling_tables(doc, prefix="results/"):
     c = doc["copy_ceiling"]
-    parts = [f"**{doc['gpu']}** (`{doc['_file']}`: {c['bytes'] / 2**20:.0f} MiB read and written per copy, "
+    parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`: {c['bytes'] / 2**20:.0f} MiB read and written per copy, "
              f"the median of repetitions interleaved in rounds):\n\n",
              "| copy | GB/s | of the best |\n|---|---:|---:|\n"]
     for k in c["candidates"]:
@@ -166,7 +166,7 @@ def chapter_sections(folder, prefix="results/"):
         r = res[slug]
         if "bench" in r:
             sections["results"].append(bench_tables(r["bench"], r.get("torch"), prefix))
-            sections["ceiling"].append(ceiling_tables(r["bench"]))
+            sections["ceiling"].append(ceiling_tables(r["bench"], prefix))
         if "profile" in r:
             sections["profile"].append(profile_tables(r["profile"], prefix))
         if "sweep_png" in r:
