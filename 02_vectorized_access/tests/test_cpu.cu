@@ -42,3 +42,17 @@ TEST_CASE("the checked launchers' rule: every pointer aligned to 16 bytes") {
   CHECK(tut::ew::all_aligned<8>(f16, f16 + 8, f16 + 16));
   for (int off = 1; off < 8; ++off) CHECK_FALSE(tut::ew::all_aligned<8>(f16, f16 + off, f16 + 16));
 }
+
+#if TUT_EXERCISES
+#include "exercises/answers.hpp"
+#include "kernels/mul_tail.cuh"
+
+TEST_CASE("exercise: the three numeric answers") {
+  CHECK_MESSAGE(exercise::kK1LoadsPerPack == 2 * ch02::kPack, "question 1: one 2-byte load per element per input");
+  CHECK_MESSAGE(exercise::kK1SectorsPerRequest == 32 * static_cast<long long>(sizeof(ch02::Pack)) / 32,
+                "question 2: the warp's addresses span 32 x 16 bytes");
+  const double floor_us = (std::int64_t{1} << 28) * 8.0 / 4000e9 * 1e6;
+  CHECK_MESSAGE(exercise::kCopyFloorMicroseconds == static_cast<long long>(floor_us + 0.5),
+                "question 3: bytes read plus bytes written, over the ceiling");
+}
+#endif
