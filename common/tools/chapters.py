@@ -1,4 +1,6 @@
 """The chapter list (chapters.list at the repository root) and names shared by the tools."""
+import datetime
+import json
 import os
 import re
 from collections import namedtuple
@@ -27,3 +29,18 @@ def slug(gpu_name):
     """'NVIDIA H100 80GB HBM3' -> 'NVIDIA_H100_80GB_HBM3', as tut::gpu_slug does."""
     out = re.sub(r"[^A-Za-z0-9.\-]+", "_", gpu_name).strip("_")
     return out or "unknown_gpu"
+
+
+def write_results(build, chapter, gpu, suffix, doc):
+    """Writes BUILD/results/CHAPTER/<gpu><suffix> (".profile.json", ".torch.json") with the fields
+    every results file has, and returns its path."""
+    out_dir = os.path.join(os.path.abspath(build), "results", chapter)
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, slug(gpu) + suffix)
+    full = {"schema_version": 2, "chapter": chapter, "gpu": gpu,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **doc}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(full, f, indent=2)
+        f.write("\n")
+    print(f"wrote {path}")
+    return path

@@ -26,7 +26,6 @@ Where ncu is missing or cannot read the GPU's counters, says so, writes nothing,
 """
 import argparse
 import csv
-import datetime
 import io
 import json
 import os
@@ -206,16 +205,8 @@ def main():
                                   if kk["dram_pct"] is not None)
                 print(f"{ch} {p['problem']} {v['name']}: {shown or 'no kernels (a library call ncu does not see)'}")
         runs += torch_runs(ncu, ch, machine)
-        out_dir = os.path.join(build, "results", ch)
-        os.makedirs(out_dir, exist_ok=True)
-        path = os.path.join(out_dir, chapters.slug(machine["gpu"]) + ".profile.json")
-        doc = {"schema_version": 2, "chapter": ch, "gpu": machine["gpu"], "ncu": version,
-               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "machine": machine, "runs": runs}
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        print(f"wrote {path}")
+        chapters.write_results(build, ch, machine["gpu"], ".profile.json",
+                               {"ncu": version, "machine": machine, "runs": runs})
     return 0
 
 

@@ -17,9 +17,7 @@ torch.cuda.profiler.start() and stop(), for `ncu --profile-from-start off` (comm
 Without torch (or without a CUDA device), says so and exits 77.
 """
 import argparse
-import datetime
 import importlib.util
-import json
 import os
 import statistics
 import sys
@@ -115,16 +113,9 @@ def main():
                       f"{verdict}")
                 del run, check
                 torch.cuda.empty_cache()
-        out_dir = os.path.join(os.path.abspath(args.build), "results", ch)
-        os.makedirs(out_dir, exist_ok=True)
-        path = os.path.join(out_dir, chapters.slug(gpu) + ".torch.json")
-        doc = {"schema_version": 2, "chapter": ch, "gpu": gpu, "library": "torch", "torch": torch.__version__,
-               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "copy_ceiling_GBps": ceiling["GBps"], "copy_ceiling": ceiling, "runs": runs}
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        print(f"wrote {path}")
+        chapters.write_results(args.build, ch, gpu, ".torch.json",
+                               {"library": "torch", "torch": torch.__version__, "copy_ceiling_GBps": ceiling["GBps"],
+                                "copy_ceiling": ceiling, "runs": runs})
     return 0
 
 

@@ -156,29 +156,36 @@ int pack_for(const R* out, const IN*... in) {
   return all_aligned<N>(out, in...) ? N : 1;
 }
 
-// The entry point. n == 0 launches nothing; n < 0 is cudaErrorInvalidValue.
-template <class FactoryT, class R, class... IN>
-cudaError_t launch(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+// Checks n, picks the pack width for these pointers, and launches the grid-stride kernel
+// (kTiles = false) or the tile-per-block one.
+template <bool kTiles, class FactoryT, class R, class... IN>
+cudaError_t dispatch(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
   static_assert(sizeof...(IN) >= 1 && sizeof...(IN) <= 3, "1 to 3 inputs");
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   constexpr int N = pack_size<R, IN...>();
-  if (pack_for(out, in...) == N) return launch_packed<N>(factory, stream, n, out, in...);
-  return launch_packed<1>(factory, stream, n, out, in...);
+  const bool packed = pack_for(out, in...) == N;
+  if constexpr (kTiles) {
+    return packed ? launch_tiles_packed<N>(factory, stream, n, out, in...)
+                  : launch_tiles_packed<1>(factory, stream, n, out, in...);
+  } else {
+    return packed ? launch_packed<N>(factory, stream, n, out, in...) : launch_packed<1>(factory, stream, n, out, in...);
+  }
+}
+
+// The entry point. n == 0 launches nothing; n < 0 is cudaErrorInvalidValue.
+template <class FactoryT, class R, class... IN>
+cudaError_t launch(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+  return dispatch<false>(factory, stream, n, out, in...);
 }
 
 // launch() with the tile-per-block kernel instead of the grid-stride loop.
 template <class FactoryT, class R, class... IN>
 cudaError_t launch_tiles(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
-  static_assert(sizeof...(IN) >= 1 && sizeof...(IN) <= 3, "1 to 3 inputs");
-  if (n < 0) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  constexpr int N = pack_size<R, IN...>();
-  if (pack_for(out, in...) == N) return launch_tiles_packed<N>(factory, stream, n, out, in...);
-  return launch_tiles_packed<1>(factory, stream, n, out, in...);
+  return dispatch<true>(factory, stream, n, out, in...);
 }
 
-// The kernels launch() and launch_tiles() use for aligned pointers: for register counts and SASS checks.
+// The kernel launch_tiles() uses for aligned pointers: for register counts and SASS checks.
 template <class FactoryT, class R, class... IN>
 constexpr auto tiles_kernel() {
   return &apply_tiles<pack_size<R, IN...>(), FactoryT, R, IN...>;
