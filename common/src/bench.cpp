@@ -67,6 +67,7 @@ BenchApp::BenchApp(std::string chapter, std::string description)
   app_.option_defaults()->always_capture_default();
   app_.add_option("--problem", problem_sel_, "Problem to run (see --list), or 'all'");
   app_.add_option("--version", version_sel_, "Version to run (see --list), or 'all'");
+  app_.add_option("--type", type_sel_, "Only the problems on this element type: f32, f16, i32, ... (see --list)");
   auto* c = app_.add_option("--case", case_sel_, "One case of the built-in suite, by name (see --list)");
   auto* s = app_.add_option("--shape", shape_sel_, "A shape such as 1000, 2^28 or 2x64x16x56x56 (default: each problem's default case)");
   auto* suite = app_.add_flag("--suite", suite_, "Run every case of each problem's built-in suite");
@@ -141,8 +142,10 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     return 0;
   }
   bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all", case_ok = case_sel_.empty();
+  bool type_ok = type_sel_.empty();
   for (const auto& p : problems_) {
     if (p.name == problem_sel_) problem_ok = true;
+    if (p.dtype == type_sel_) type_ok = true;
     if (!wants(p)) continue;
     for (const auto& v : p.versions) version_ok = version_ok || v.name == version_sel_;
     for (const auto& c : p.suite) case_ok = case_ok || c.name == case_sel_;
@@ -155,6 +158,7 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     }
   }
   if (!problem_ok) return fail("no problem '" + problem_sel_ + "' in " + chapter_ + " (see --list)");
+  if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_ + " (see --list)");
   if (!version_ok) return fail("no version '" + version_sel_ + "' in the selected problems (see --list)");
   if (!case_ok) return fail("no case '" + case_sel_ + "' in the selected problems' suites (see --list)");
   if (!has_cuda_device()) {
@@ -164,7 +168,9 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
   return std::nullopt;
 }
 
-bool BenchApp::wants(const ProblemEntry& p) const { return problem_sel_ == "all" || problem_sel_ == p.name; }
+bool BenchApp::wants(const ProblemEntry& p) const {
+  return (problem_sel_ == "all" || problem_sel_ == p.name) && (type_sel_.empty() || type_sel_ == p.dtype);
+}
 bool BenchApp::wants(const VersionInfo& v) const { return version_sel_ == "all" || version_sel_ == v.name; }
 
 std::vector<Case> BenchApp::cases_for(const ProblemEntry& p) const {

@@ -112,6 +112,14 @@ TEST_CASE("random inputs are a pure function of seed and index, and honour their
   CHECK(seen_lo > 0);
   CHECK(seen_hi > 0);
   CHECK(outside == 0);
+  // Whole-number floats: the same integers as the int32 draw, so a float sum of them is exact.
+  const auto whole = tut::InputSpec::whole_numbers(-3, 3);
+  for (int i = 0; i < 1000; ++i) {
+    const float f = a.value<float>(i, 1000, whole);
+    REQUIRE(f == static_cast<float>(a.value<std::int32_t>(i, 1000, whole)));
+    CHECK(f == std::trunc(f));
+    CHECK(std::fabs(f) <= 3.0f);
+  }
 }
 
 TEST_CASE("special values: every one of them, at both ends and inside, for floats only") {

@@ -52,6 +52,18 @@ METRICS = [
     "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
     "sm__cycles_active.min", "sm__cycles_active.max", "sm__cycles_active.avg",
 ] + [f"smsp__warp_issue_stalled_{s}_per_warp_active.pct" for s in STALLS]
+# Kept where this ncu knows them (ncu --query-metrics): shared-memory wavefronts (a scan's traffic
+# inside the SM) and instructions executed, per kernel.
+OPTIONAL = ["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "smsp__inst_executed.sum"]
+
+
+def available(ncu, metrics):
+    """The metrics whose base name `ncu --query-metrics` lists (all of them if the query fails)."""
+    proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return metrics
+    known = {line.split()[0] for line in proc.stdout.splitlines() if line.strip()}
+    return [m for m in metrics if m.rsplit(".", 1)[0] in known]
 
 
 def find_tool(name):
@@ -74,10 +86,11 @@ def number(text):
         return None
 
 
-def ncu_kernels(ncu, program):
+def ncu_kernels(ncu, program, metrics=None):
     """The kernels one profiled run of `program` launched: [{"mangled": ..., metric: value}]."""
     cmd = [ncu, "--profile-from-start", "off", "--csv", "--page", "raw", "--print-units", "base",
-           "--print-kernel-base", "mangled", "--clock-control", "none", "--metrics", ",".join(METRICS)] + program
+           "--print-kernel-base", "mangled", "--clock-control", "none", "--metrics",
+           ",".join(metrics or METRICS)] + program
     proc = subprocess.run(cmd, capture_output=True, text=True)
     out = proc.stdout
     header = next((i for i, l in enumerate(out.splitlines()) if l.startswith('"ID"')), None)
@@ -91,7 +104,7 @@ def ncu_kernels(ncu, program):
     for row in rows[2:]:
         rec = dict(zip(names, row))
         k = {"mangled": rec.get("Kernel Name", ""), "launch": rec.get("ID")}
-        for m in METRICS:
+        for m in metrics or METRICS:
             k[m] = number(rec.get(m))
         kernels.append(k)
     return kernels, None
@@ -112,6 +125,8 @@ def summarize(k, sass, machine):
         "grid": k["launch__grid_size"], "block": k["launch__block_size"],
         "registers": k["launch__registers_per_thread"], "waves_per_sm": k["launch__waves_per_multiprocessor"],
         "duration_ns": k["gpu__time_duration.sum"],
+        "shared_wavefronts": k.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
+        "instructions": k.get("smsp__inst_executed.sum"),
         "dram_pct": k["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
         "dram_read_bytes": k["dram__bytes_read.sum"], "dram_write_bytes": k["dram__bytes_write.sum"],
         "achieved_occupancy_pct": k["sm__warps_active.avg.pct_of_peak_sustained_active"],
@@ -167,6 +182,8 @@ def run_json(cmd):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
+    ap.add_argument("--problem", action="append", default=[],
+                    help="profile only this problem (repeatable; default: every problem)")
     ap.add_argument("chapters", nargs="*")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
@@ -174,6 +191,7 @@ def main():
     if not ncu:
         print("ncu (Nsight Compute) not found: no profile written")
         return 77
+    metrics = METRICS + available(ncu, OPTIONAL)
     machine_exe = os.path.join(build, "subprojects", "common", "tut_machine")
     sass_exe = os.path.join(build, "subprojects", "common", "tut_sass")
     proc = subprocess.run([machine_exe], capture_output=True, text=True)
@@ -194,8 +212,11 @@ def main():
             sass[k["mangled"]] = k
         runs = []
         for p in listing:
+            if args.problem and p["problem"] not in args.problem:
+                continue
             for v in p["versions"]:
-                kernels, err = ncu_kernels(ncu, [bench, "--problem", p["problem"], "--version", v["name"], "--profile"])
+                kernels, err = ncu_kernels(ncu, [bench, "--problem", p["problem"], "--version", v["name"], "--profile"],
+                                           metrics)
                 if kernels is None:
                     print(f"ncu could not profile {ch} {p['problem']} {v['name']}; no profile written:\n{err}")
                     return 77

@@ -130,7 +130,7 @@ class BenchApp {
   std::string chapter_, description_;
   CLI::App app_;
   std::vector<ProblemEntry> problems_;
-  std::string problem_sel_ = "all", version_sel_ = "all", case_sel_, shape_sel_, l2_mode_ = "flush";
+  std::string problem_sel_ = "all", version_sel_ = "all", type_sel_, case_sel_, shape_sel_, l2_mode_ = "flush";
   std::int64_t n_sel_ = 0;
   bool list_ = false, list_json_ = false, no_check_ = false, suite_ = false, profile_ = false;
   int reps_ = 50, warmup_ = 5;

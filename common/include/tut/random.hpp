@@ -28,16 +28,20 @@ TUT_HD inline constexpr std::uint64_t splitmix64(std::uint64_t x) {
 
 // How an input is drawn.
 //   floating types: uniform in [lo, hi), rounded to the type; with `specials`, about one element
-//                   in 61 (and the first and last seven) is one of ±0, ±inf, NaN, ±1.
+//                   in 61 (and the first and last seven) is one of ±0, ±inf, NaN, ±1. With
+//                   `whole`, a whole number uniform in [lo, hi] instead: sums of a few million
+//                   of them are exact in float, so a float scan can be compared exactly.
 //   integer types:  uniform in [lo, hi], both ends included; with `any_bits`, any bit pattern.
 struct InputSpec {
   double lo = -4.0, hi = 4.0;
   bool specials = false;
   bool any_bits = false;
+  bool whole = false;
 
-  static constexpr InputSpec uniform(double lo, double hi) { return {lo, hi, false, false}; }
-  static constexpr InputSpec bits() { return {0, 0, false, true}; }
-  constexpr InputSpec with_specials(bool on = true) const { return {lo, hi, on, any_bits}; }
+  static constexpr InputSpec uniform(double lo, double hi) { return {lo, hi, false, false, false}; }
+  static constexpr InputSpec bits() { return {0, 0, false, true, false}; }
+  static constexpr InputSpec whole_numbers(double lo, double hi) { return {lo, hi, false, false, true}; }
+  constexpr InputSpec with_specials(bool on = true) const { return {lo, hi, on, any_bits, whole}; }
 };
 
 inline constexpr int kSpecialCount = 7;
@@ -90,18 +94,24 @@ class Random {
   TUT_HD T value(std::uint64_t i, std::uint64_t n, const InputSpec& spec) const {
     if constexpr (std::is_integral_v<T>) {
       if (spec.any_bits) return static_cast<T>(bits(i));
-      const std::int64_t lo = static_cast<std::int64_t>(spec.lo), hi = static_cast<std::int64_t>(spec.hi);
-      const std::uint64_t span = static_cast<std::uint64_t>(hi - lo) + 1;
-      return static_cast<T>(lo + static_cast<std::int64_t>(bits(i) % span));
+      return static_cast<T>(whole(i, spec));
     } else {
       if (spec.specials) {
         const int s = special_slot(i, n);
         if (s >= 0) return special_value<T>(s);
       }
+      if (spec.whole) return from_float<T>(static_cast<float>(whole(i, spec)));
       const double v = spec.lo + (spec.hi - spec.lo) * unit(i);
       if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
       else return static_cast<T>(v);
     }
+  }
+
+  // A whole number uniform in [lo, hi], both ends included.
+  TUT_HD std::int64_t whole(std::uint64_t i, const InputSpec& spec) const {
+    const std::int64_t lo = static_cast<std::int64_t>(spec.lo), hi = static_cast<std::int64_t>(spec.hi);
+    const std::uint64_t span = static_cast<std::uint64_t>(hi - lo) + 1;
+    return lo + static_cast<std::int64_t>(bits(i) % span);
   }
 
  private:
