@@ -1,0 +1,62 @@
+"""What a PyTorch user would call instead of this chapter's kernels (common/tools/torch_peers.py
+times them). PEERS: problem -> (n, bytes per element of the floor, [(name, setup)]).
+
+The bytes per element are the problem's floor, the bitmask strategy's (8 + 4/32 for a float32
+ReLU forward or backward), so each peer row's GB/s is on the same scale as the chapter's rows of
+that problem. torch.relu writes no mask at all; threshold_backward reads y (12 bytes per element)
+where the bitmask versions read 1/8 byte."""
+
+
+def _inputs(torch, n, dtype, count):
+    g = torch.Generator(device="cuda").manual_seed(20261121)
+    out = [(torch.rand(n, device="cuda", generator=g) * 8 - 4).to(dtype) for _ in range(count)]
+    out[0][::61] = float("nan")
+    return out
+
+
+def _verdict(torch, got, ref):
+    bad = ~((got == ref) | (torch.isnan(got) & torch.isnan(ref)))
+    count = int(bad.sum())
+    return "pass" if count == 0 else f"FAIL: {count} of {got.numel()} differ"
+
+
+def _relu_ref(torch, s):
+    # The chapter's y: s < 0 ? 0 : s (NaN stays NaN).
+    return torch.where(s < 0, torch.zeros_like(s), s)
+
+
+def relu(n, torch, dtype):
+    (x,) = _inputs(torch, n, dtype, 1)
+    run = lambda: torch.relu(x)  # noqa: E731  allocates its output, as a user's call does
+    return run, lambda: _verdict(torch, run(), _relu_ref(torch, x))
+
+
+def add_relu(n, torch, dtype):
+    x, r = _inputs(torch, n, dtype, 2)
+    run = lambda: torch.relu_(torch.add(x, r))  # noqa: E731  two kernels: the add, then relu in place
+    return run, lambda: _verdict(torch, run(), _relu_ref(torch, (x.double() + r.double()).to(dtype)))
+
+
+def threshold_backward(n, torch, dtype):
+    # PyTorch's ReLU backward: dx = y <= 0 ? 0 : dy, reading y.
+    x, dy = _inputs(torch, n, dtype, 2)
+    y = torch.relu(x)
+    run = lambda: torch.ops.aten.threshold_backward(dy, y, 0)  # noqa: E731
+    ref = torch.where(x.isnan() | (x > 0), dy, torch.zeros_like(dy))
+    return run, lambda: _verdict(torch, run(), ref)
+
+
+def _bytes(streams, size):
+    return streams * size + 4 / 32
+
+
+PEERS = {
+    "relu_mask_f32": (1 << 28, _bytes(2, 4), [("torch.relu", lambda n, t: relu(n, t, t.float32))]),
+    "relu_backward_f32": (1 << 28, _bytes(2, 4),
+                          [("aten.threshold_backward", lambda n, t: threshold_backward(n, t, t.float32))]),
+    "add_relu_mask_f32": (1 << 28, _bytes(3, 4), [("torch.add + relu_", lambda n, t: add_relu(n, t, t.float32))]),
+    "relu_mask_f16": (1 << 28, _bytes(2, 2), [("torch.relu", lambda n, t: relu(n, t, t.float16))]),
+    "relu_backward_f16": (1 << 28, _bytes(2, 2),
+                          [("aten.threshold_backward", lambda n, t: threshold_backward(n, t, t.float16))]),
+    "add_relu_mask_f16": (1 << 28, _bytes(3, 2), [("torch.add + relu_", lambda n, t: add_relu(n, t, t.float16))]),
+}
