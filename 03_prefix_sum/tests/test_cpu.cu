@@ -1,0 +1,105 @@
+// Host-only tests: the CPU reference, the launch geometry and the look-back's scratch layout. No GPU
+// needed.
+#include <doctest/doctest.h>
+
+#include "reference.hpp"
+#include "versions.cuh"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+TEST_CASE("scan_ref: segments of 4 restart the sums (the source's example)") {
+  const std::vector<int> x = {0, 1, 2, 3, 4, 5, 6, 7};
+  CHECK(ch03::scan_ref(x, 4, false) == std::vector<int>{0, 1, 3, 6, 4, 9, 15, 22});
+  CHECK(ch03::scan_ref(x, 4, true) == std::vector<int>{0, 0, 1, 3, 0, 4, 9, 15});
+  CHECK(ch03::scan_ref(x, 8, false) == std::vector<int>{0, 1, 3, 6, 10, 15, 21, 28});
+  CHECK(ch03::scan_ref(x, 100, true) == std::vector<int>{0, 0, 1, 3, 6, 10, 15, 21});
+}
+
+TEST_CASE("scan_ref: a partial last segment, segments of 1, and an empty array") {
+  const std::vector<int> x = {1, 2, 3, 4, 5};
+  CHECK(ch03::scan_ref(x, 3, false) == std::vector<int>{1, 3, 6, 4, 9});
+  CHECK(ch03::scan_ref(x, 1, false) == x);
+  CHECK(ch03::scan_ref(x, 1, true) == std::vector<int>{0, 0, 0, 0, 0});
+  CHECK(ch03::scan_ref(std::vector<int>{}, 4, false).empty());
+  CHECK_THROWS_AS(ch03::scan_ref(x, 0, false), std::invalid_argument);
+}
+
+TEST_CASE("scan_ref on floats: NaN and infinities propagate to the end of their segment only") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1, std::nanf(""), 2, 3, inf, 1, -inf, 5, 1, 2};
+  const auto y = ch03::scan_ref(x, 4, false);
+  CHECK(y[0] == 1);
+  CHECK(std::isnan(y[1]));
+  CHECK(std::isnan(y[3]));
+  CHECK(y[4] == inf);
+  CHECK(std::isnan(y[6]));  // inf + -inf
+  CHECK(std::isnan(y[7]));
+  CHECK(y[8] == 1);  // a new segment starts clean
+  CHECK(y[9] == 3);
+}
+
+TEST_CASE("whole-number float inputs sum exactly, in any order") {
+  // What lets the float scans be compared exactly: partial sums of whole numbers below 2^24.
+  const tut::Random rng(5);
+  const auto spec = ch03::input_spec<float>();
+  float forward = 0, backward = 0;
+  const int n = 1 << 16;
+  for (int i = 0; i < n; ++i) forward += rng.value<float>(i, n, spec);
+  for (int i = n - 1; i >= 0; --i) backward += rng.value<float>(i, n, spec);
+  CHECK(forward == backward);
+  CHECK(forward == std::trunc(forward));
+}
+
+TEST_CASE("block-wise geometry: whole warps per segment, and bad segments rejected") {
+  CHECK(ch03::segment_threads(1024, 1) == 1024);
+  CHECK(ch03::segment_threads(1000, 1) == 1024);
+  CHECK(ch03::segment_threads(1, 1) == 32);
+  CHECK(ch03::segment_threads(1024, 4) == 256);
+  CHECK(ch03::segment_threads(100, 4) == 32);
+  CHECK(ch03::segment_grid(1025, 1024) == 2);
+  CHECK(ch03::segment_grid(std::int64_t{1} << 36, 1) == 0x7fffffffu);  // the rest by the block loop
+  CHECK_THROWS_AS(ch03::check_segmented(100, 0), std::invalid_argument);
+  CHECK_THROWS_AS(ch03::check_segmented(100, 1025), std::invalid_argument);
+  CHECK_THROWS_AS(ch03::check_segmented(-1, 32), std::invalid_argument);
+  CHECK_NOTHROW(ch03::check_segmented(0, 1));
+}
+
+TEST_CASE("device-wide tiles and scratch: one flag per tile after the counter's own line") {
+  CHECK(ch03::kTile == 4096);
+  CHECK(ch03::tile_count(1) == 1);
+  CHECK(ch03::tile_count(4096) == 1);
+  CHECK(ch03::tile_count(4097) == 2);
+  CHECK(ch03::v7_scratch_bytes(16385) == 128 + 2 * 8);  // v7: 16384 elements per tile
+  CHECK(ch03::v7_scratch_bytes(16384) == 128 + 8);
+  CHECK(ch03::v6_scratch_bytes(std::int64_t{1} << 28, 4) == 65536 * 4);
+  CHECK_THROWS_AS(ch03::check_scan(-5), std::invalid_argument);
+  CHECK_THROWS_AS(ch03::check_scratch("v7", 10, 144), std::invalid_argument);
+}
+
+TEST_CASE("problems: cases, floors, and the segment parameter") {
+  const auto& seg = ch03::segscan_problem<int>();
+  CHECK(seg.default_case.numel() == (std::int64_t{1} << 28));
+  CHECK(seg.default_case.params.get<std::int64_t>("segment") == 1024);
+  CHECK(seg.floor(tut::flat_case(1000)).bytes == 8000);
+  CHECK(seg.case_for_shape({5000}).params.get<std::int64_t>("segment") == ch03::segment_option());
+  CHECK_THROWS_AS(seg.case_for_shape({0}), std::invalid_argument);
+  const auto& scan = ch03::scan_problem<float>();
+  CHECK(scan.case_for_shape({5000}).params.empty());
+  CHECK(ch03::exclusive_scan_problem<int>().name == "exclusive_scan_i32");
+  CHECK(scan.versions.back().kind == tut::Kind::peer);
+}
+
+#if TUT_EXERCISES
+#include "exercises/answers.hpp"
+
+TEST_CASE("exercise: the three numeric answers") {
+  CHECK_MESSAGE(exercise::kV1BarriersPerSegment == 1 + 2 * 10,
+                "question 1: one barrier after the load, then two per step; how many steps for 1024?");
+  CHECK_MESSAGE(exercise::kV6BytesPerElement == 3 * 4, "question 2: count every read and write of an int32");
+  CHECK_MESSAGE(exercise::kV7Tiles == ch03::tile_count(std::int64_t{1} << 28),
+                "question 3: elements per tile = threads x items per thread");
+}
+#endif

@@ -1,0 +1,108 @@
+// The lesson's claims about generated code, checked on the built benchmark's SASS (cuobjdump, no
+// GPU needed).
+#include <doctest/doctest.h>
+
+#include "tut/sass.hpp"
+
+#include <string>
+#include <vector>
+
+namespace {
+const std::vector<tut::SassKernel>& sass() {
+  static const auto k = tut::disassemble(tut::sass_subject());
+  return k;
+}
+const tut::SassKernel& kernel(const char* fragment) { return tut::find_kernel(sass(), fragment); }
+// v7's kernel for the given flags ("true, false, int": packed, inclusive, int32), whatever its
+// tile configuration.
+const tut::SassKernel& v7(const std::string& flags) {
+  const tut::SassKernel* found = nullptr;
+  for (const auto& k : sass())
+    if (k.name.find("decoupled_lookback_kernel<") != std::string::npos &&
+        k.name.find(">, " + flags + ">") != std::string::npos) {
+      REQUIRE_MESSAGE(found == nullptr, "two v7 kernels for ", flags);
+      found = &k;
+    }
+  REQUIRE_MESSAGE(found != nullptr, "no v7 kernel for ", flags);
+  return *found;
+}
+const bool kNoCuobjdump = !tut::find_cuobjdump();
+
+int count_in(const std::vector<tut::SassInstruction>& code, const char* prefix) {
+  int n = 0;
+  for (const auto& i : code) n += i.opcode.rfind(prefix, 0) == 0;
+  return n;
+}
+
+// The innermost loop with a barrier in it: the Hillis-Steele step loop (the loop over segments
+// around it has the barrier after the load as well).
+std::vector<tut::SassInstruction> step_loop(const tut::SassKernel& k) {
+  std::vector<tut::SassInstruction> best;
+  for (const auto& loop : tut::loops(k))
+    if (count_in(loop, "BAR.SYNC") > 0 && (best.empty() || loop.size() < best.size())) best = loop;
+  return best;
+}
+}  // namespace
+
+TEST_CASE("v1 waits at two barriers per step, v2 at one" * doctest::skip(kNoCuobjdump)) {
+  const auto v1 = step_loop(kernel("v1_shared_kernel<int>"));
+  const auto v2 = step_loop(kernel("v2_double_buffer_kernel<int>"));
+  REQUIRE(!v1.empty());
+  REQUIRE(!v2.empty());
+  CHECK(count_in(v1, "BAR.SYNC") == 2);
+  CHECK(count_in(v2, "BAR.SYNC") == 1);
+}
+
+TEST_CASE("v3 and every later scan use warp shuffles (SHFL.UP)" * doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"v3_warp_shuffle_kernel<int>", "coarsened_segment_kernel<4, false, int>",
+                           "coarsened_segment_kernel<4, true, int>", "tile_scan_kernel<true, false, int>"}) {
+    INFO(name);
+    CHECK(tut::count_opcode(kernel(name), "SHFL.UP") >= 5);
+  }
+  CHECK(tut::count_opcode(v7("true, false, int"), "SHFL.UP") >= 5);
+  CHECK(tut::count_opcode(v7("true, true, float"), "SHFL.UP") >= 5);
+  for (const char* name : {"v0_global_kernel<int>", "v1_shared_kernel<int>", "v2_double_buffer_kernel<int>"}) {
+    INFO(name);
+    CHECK(tut::count_opcode(kernel(name), "SHFL") == 0);
+  }
+}
+
+TEST_CASE("v4 loads 32 bits at a time; v5 and the tiles 128" * doctest::skip(kNoCuobjdump)) {
+  const auto& v4 = kernel("coarsened_segment_kernel<4, false, int>");
+  CHECK(tut::count_memory_ops(v4, "LDG", 128) == 0);
+  CHECK(tut::count_memory_ops(v4, "LDG", 32) >= 4);
+  for (const tut::SassKernel* k : {&kernel("coarsened_segment_kernel<4, true, int>"), &v7("true, false, int"),
+                                   &kernel("tile_scan_kernel<true, false, int>")}) {
+    INFO(k->name);
+    CHECK(tut::count_memory_ops(*k, "LDG", 128) >= 1);
+    CHECK(tut::count_memory_ops(*k, "STG", 128) >= 1);
+  }
+  // Sixteen items per thread: four 16-byte loads issued before the tile's first store.
+  CHECK(tut::load_bytes_before_first_store(kernel("tile_scan_kernel<true, false, int>")) >= 64);
+  CHECK(tut::load_bytes_before_first_store(v7("true, false, int")) >= 64);
+}
+
+TEST_CASE("v7 keeps everything in registers: no local-memory spills" * doctest::skip(kNoCuobjdump)) {
+  for (const char* flags : {"true, false, int", "true, true, int", "false, false, int", "true, false, float"}) {
+    const auto& k = v7(flags);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+  // The look-back reads flags with 64-bit loads that bypass L1 (.STRONG.GPU), and the spin is a loop.
+  const auto& packed = v7("true, false, int");
+  bool strong_load = false;
+  for (const auto& i : packed.code) {
+    const bool load = i.opcode.rfind("LD.", 0) == 0 || i.opcode.rfind("LDG", 0) == 0;
+    strong_load = strong_load || (load && i.opcode.find("STRONG.GPU") != std::string::npos);
+  }
+  CHECK(strong_load);
+  CHECK(!tut::loops(packed).empty());
+}
+
+#if TUT_EXERCISES
+TEST_CASE("exercise: the block scan uses warp shuffles" * doctest::skip(kNoCuobjdump)) {
+  const auto& k = kernel("block_scan_shuffle_kernel<int>");
+  CHECK_MESSAGE(tut::count_opcode(k, "SHFL.UP") >= 5, "no SHFL.UP in ", k.name, ": scan each warp with __shfl_up_sync");
+}
+#endif
