@@ -112,8 +112,8 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
                 parts.append(f"| `{p['version']}` | peer (torch {torch_doc['torch']}) | {ms(p)} | {p['GBps']:.1f} | "
                              f"{p['fraction_of_copy']:.3f}\\* | – | – | {p['check']} |\n")
     if peers:
-        parts.append(f"\n\\* PyTorch's rows come from a separate process of the same session "
-                     f"(`{prefix}{torch_doc['_file']}`, {torch_doc['date']}), against the copy ceiling measured there: "
+        parts.append(f"\n\\* PyTorch's rows come from a separate process (`{prefix}{torch_doc['_file']}`, "
+                     f"{torch_doc['date']}; the rows above: {doc['date']}), against the copy ceiling measured there: "
                      f"{torch_doc['copy_ceiling_GBps']:.1f} GB/s ({torch_doc['copy_ceiling']['winner']}).\n")
     return "".join(parts)
 
