@@ -1,5 +1,6 @@
-// The tiles of the device-wide scans (v6, v7): blocks of 256 threads, each lane holding ROWS
-// 16-byte packs (ROWS = 4: 16 elements per thread, 4096 per tile, 16 KiB of int32 or float).
+// The tiles of the device-wide scans (v6, v7): blocks of 256 threads (v7: its data warps), each
+// lane holding ROWS 16-byte packs (ROWS = 4: 16 elements per thread, 4096 per tile, 16 KiB of
+// int32 or float).
 //
 // The layout is not v4's (thread t owning elements 16t ... 16t + 15). There, a warp's 16-byte load
 // covers 2 KiB with lanes 64 bytes apart, and each store writes half of 32 different sectors; the
@@ -30,14 +31,16 @@ inline constexpr int kRows = 4;  // v6's tiles; v7 picks its own (v7_decoupled_l
 inline constexpr int kTileItems = kRows * 4;
 inline constexpr std::int64_t kTile = std::int64_t{kTileThreads} * kTileItems;
 
-template <int ROWS>
+// Elements in a tile of THREADS threads (whole warps) with ROWS packs of 4 each.
+template <int ROWS, int THREADS = kTileThreads>
 __host__ __device__ constexpr std::int64_t tile_elements() {
-  return std::int64_t{kTileThreads} * ROWS * 4;
+  static_assert(THREADS % 32 == 0, "whole warps");
+  return std::int64_t{THREADS} * ROWS * 4;
 }
 
-template <int ROWS = kRows>
+template <int ROWS = kRows, int THREADS = kTileThreads>
 std::int64_t tile_count(std::int64_t n) {
-  return ceil_div(n, tile_elements<ROWS>());
+  return ceil_div(n, tile_elements<ROWS, THREADS>());
 }
 
 template <int ROWS, bool VEC, class T>

@@ -45,14 +45,30 @@ struct BlockScanStorage {
   T total;
 };
 
+// The barrier a block scan waits at. WholeBlock is __syncthreads(). FirstThreads<THREADS> is a
+// named barrier (bar.sync 1, THREADS) that only the block's first THREADS threads wait at, so a
+// block can keep a warp out of its scan (v7's look-back warp). Every thread of a warp that takes
+// part must reach it.
+struct WholeBlock {
+  __device__ __forceinline__ void operator()() const { __syncthreads(); }
+  __device__ __forceinline__ static int warps() { return blockDim.x >> 5; }
+};
+template <int THREADS>
+struct FirstThreads {
+  static_assert(THREADS % 32 == 0, "whole warps");
+  __device__ __forceinline__ void operator()() const { asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory"); }
+  __device__ __forceinline__ static int warps() { return THREADS / 32; }
+};
+
 // The sum of the totals of the warps before this one, given each warp's total in its lane 31, and
-// (in `total`) the block's total. Every thread of the block calls it; blockDim.x must be a
-// multiple of 32. Two barriers.
-template <class T>
+// (in `total`) the block's total. Every thread the barrier counts calls it (by default the whole
+// block; blockDim.x must be a multiple of 32). Two barriers.
+template <class Barrier = WholeBlock, class T>
 __device__ __forceinline__ T warp_offset_in_block(T warp_total, T& total, BlockScanStorage<T>& storage) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = Barrier::warps();
+  const Barrier sync;
   if (lane == 31) storage.warp_total[warp] = warp_total;
-  __syncthreads();
+  sync();
   if (warp == 0) {
     const T mine = lane < warps ? storage.warp_total[lane] : T{};
     const T running = warp_inclusive_scan(mine);
@@ -61,7 +77,7 @@ __device__ __forceinline__ T warp_offset_in_block(T warp_total, T& total, BlockS
     if (lane < warps) storage.warp_offset[lane] = before;
     if (lane == 31) storage.total = running;
   }
-  __syncthreads();
+  sync();
   total = storage.total;
   return storage.warp_offset[warp];
 }

@@ -72,8 +72,11 @@ TEST_CASE("device-wide tiles and scratch: one flag per tile after the counter's 
   CHECK(ch03::tile_count(1) == 1);
   CHECK(ch03::tile_count(4096) == 1);
   CHECK(ch03::tile_count(4097) == 2);
-  CHECK(ch03::v7_scratch_bytes(16385) == 128 + 2 * 8);  // v7: 16384 elements per tile
-  CHECK(ch03::v7_scratch_bytes(16384) == 128 + 8);
+  const std::int64_t v7_tile = ch03::V7Config::tile;  // data threads x 4 x rows
+  CHECK(v7_tile == std::int64_t{ch03::V7Config::data_threads} * 4 * ch03::V7Config::rows);
+  CHECK(ch03::v7_scratch_bytes(v7_tile + 1) == 128 + 2 * 8);
+  CHECK(ch03::v7_scratch_bytes(v7_tile) == 128 + 8);
+  CHECK(ch03::v7_tile_count(1) == 1);
   CHECK(ch03::v6_scratch_bytes(std::int64_t{1} << 28, 4) == 65536 * 4);
   CHECK_THROWS_AS(ch03::check_scan(-5), std::invalid_argument);
   CHECK_THROWS_AS(ch03::check_scratch("v7", 10, 144), std::invalid_argument);
@@ -99,7 +102,7 @@ TEST_CASE("exercise: the three numeric answers") {
   CHECK_MESSAGE(exercise::kV1BarriersPerSegment == 1 + 2 * 10,
                 "question 1: one barrier after the load, then two per step; how many steps for 1024?");
   CHECK_MESSAGE(exercise::kV6BytesPerElement == 3 * 4, "question 2: count every read and write of an int32");
-  CHECK_MESSAGE(exercise::kV7Tiles == ch03::tile_count(std::int64_t{1} << 28),
+  CHECK_MESSAGE(exercise::kV7Tiles == ch03::v7_tile_count(std::int64_t{1} << 28),
                 "question 3: elements per tile = threads x items per thread");
 }
 #endif
