@@ -54,12 +54,13 @@ template <class C>
 std::string config_name() {
   return "<" + std::to_string(C::rows) + ", " + std::to_string(C::min_blocks) + ", " + std::to_string(C::sleep_ns) +
          ", " + std::to_string(C::flags) + ", " + (C::own_warp ? "true" : "false") + ", " +
-         std::to_string(C::data_warps) + ">";
+         std::to_string(C::data_warps) + ", " + (C::smem_tile ? "true" : "false") + ">";
 }
 
-template <int ROWS, int MIN_BLOCKS, int SLEEP, int FLAGS, bool OWN_WARP, int DATA_WARPS, class MARKS = ch03::NoMarks>
+template <int ROWS, int MIN_BLOCKS, int SLEEP, int FLAGS, bool OWN_WARP, int DATA_WARPS, bool SMEM = false,
+          class MARKS = ch03::NoMarks>
 Candidate candidate() {
-  using C = ch03::LookbackConfig<ROWS, MIN_BLOCKS, SLEEP, FLAGS, OWN_WARP, DATA_WARPS, MARKS>;
+  using C = ch03::LookbackConfig<ROWS, MIN_BLOCKS, SLEEP, FLAGS, OWN_WARP, DATA_WARPS, SMEM, MARKS>;
   return {config_name<C>(), C::own_warp, [](std::int64_t n) { return ch03::v7_scratch_bytes<C>(n); },
           [](cudaStream_t s, std::int64_t n, int* y, const int* x, void* scratch, std::size_t bytes) {
             ch03::v7_decoupled_lookback<int, C>(s, n, false, y, x, scratch, bytes);
@@ -108,7 +109,7 @@ void timeline(const Candidate& c, std::int64_t n, const int* x, int* y, const in
     std::snprintf(buf, sizeof buf, "%6.2f %6.2f", percentile(v, 0.5), percentile(v, 0.9));
     return std::string(buf);
   };
-  std::printf("%-26s %8.3f %s  %s  %s  %s  %s  %s\n", c.name.c_str(), (static_cast<double>(last) - static_cast<double>(first)) * 1e-6,
+  std::printf("%-32s %8.3f %s  %s  %s  %s  %s  %s\n", c.name.c_str(), (static_cast<double>(last) - static_cast<double>(first)) * 1e-6,
               cell(load).c_str(), cell(wait).c_str(), cell(store).c_str(), cell(life).c_str(), cell(rounds).c_str(),
               cell(per_round).c_str());
 }
@@ -138,31 +139,33 @@ int main(int argc, char** argv) {
       std::printf("%s: where a tile's time goes, int32, n = 2^28, one recorded launch each; microseconds, median "
                   "and 90th percentile over the tiles\n",
                   dev.name.c_str());
-      std::printf("%-26s %8s %13s  %13s  %13s  %13s  %13s  %13s\n", "config", "span ms", "load+scan",
+      std::printf("%-32s %8s %13s  %13s  %13s  %13s  %13s  %13s\n", "config", "span ms", "load+scan",
                   "wait prefix", "store", "tile life", "flag rounds", "us per round");
       using TM = TimelineMarks;
-      for (const Candidate& c : {candidate<8, 4, 0, 1, false, 8, TM>(), candidate<16, 2, 0, 1, false, 8, TM>(),
-                                 candidate<16, 2, 256, 1, false, 8, TM>(), candidate<16, 2, 256, 1, true, 7, TM>(),
-                                 candidate<32, 1, 512, 1, true, 7, TM>()})
+      for (const Candidate& c :
+           {candidate<16, 2, 0, 1, false, 8, false, TM>(), candidate<16, 2, 256, 1, true, 7, false, TM>(),
+            candidate<32, 1, 512, 1, true, 7, false, TM>(), candidate<32, 2, 512, 1, true, 7, true, TM>()})
         timeline(c, n, x.data(), y.data(), expected.data());
       return 0;
     }
     const std::vector<Candidate> candidates = {
-        // The paper's order: warp 0 looks back after the scan.
-        candidate<4, 6, 0, 1, false, 8>(),
+        // The paper's order: warp 0 looks back after the scan; the tile in registers.
         candidate<8, 4, 0, 1, false, 8>(),
         candidate<16, 2, 0, 1, false, 8>(),
-        candidate<16, 2, 256, 1, false, 8>(),
-        candidate<16, 2, 256, 2, false, 8>(),
         // A warp of its own looks back from the start.
-        candidate<8, 4, 256, 1, true, 7>(),
-        candidate<16, 2, 0, 1, true, 7>(),
         candidate<16, 2, 256, 1, true, 7>(),
-        candidate<24, 1, 256, 1, true, 8>(),
         candidate<32, 1, 256, 1, true, 7>(),
         candidate<32, 1, 512, 1, true, 7>(),
+        // The tile waits in shared memory: more tiles per SM.
+        candidate<8, 6, 256, 1, true, 8, true>(),
+        candidate<12, 4, 256, 1, true, 8, true>(),
+        candidate<16, 3, 256, 1, true, 8, true>(),
+        candidate<16, 3, 512, 1, true, 8, true>(),
+        candidate<24, 2, 256, 1, true, 8, true>(),
+        candidate<32, 2, 512, 1, true, 7, true>(),
+        candidate<16, 3, 0, 1, false, 8, true>(),
     };
-    std::printf("%s: v7 time / CUB InclusiveSum time, int32, median of %d\n%-26s", dev.name.c_str(), reps, "config");
+    std::printf("%s: v7 time / CUB InclusiveSum time, int32, median of %d\n%-32s", dev.name.c_str(), reps, "config");
     const std::vector<int> powers = {24, 25, 26, 27, 28};
     for (int p : powers) std::printf("    2^%d", p);
     std::printf("\n");
@@ -190,11 +193,11 @@ int main(int argc, char** argv) {
       }
     }
     for (std::size_t c = 0; c < candidates.size(); ++c) {
-      std::printf("%-26s", candidates[c].name.c_str());
+      std::printf("%-32s", candidates[c].name.c_str());
       for (double r : ratio[c]) r < 0 ? std::printf("    WRONG") : std::printf("  %7.3f", r);
       std::printf("\n");
     }
-    std::printf("%-26s", "CUB ms");
+    std::printf("%-32s", "CUB ms");
     for (double ms : cub_ms) std::printf("  %7.4f", ms);
     std::printf("\n");
   } catch (const std::exception& e) {

@@ -43,14 +43,19 @@ std::int64_t tile_count(std::int64_t n) {
   return ceil_div(n, tile_elements<ROWS, THREADS>());
 }
 
+// The first element of this lane's pack in row k of its warp's rows.
+template <int ROWS, int P>
+__device__ __forceinline__ std::int64_t pack_first(int k) {
+  const int lane = threadIdx.x & 31;
+  return static_cast<std::int64_t>(threadIdx.x >> 5) * 32 * ROWS * P + (k * 32 + lane) * P;
+}
+
 template <int ROWS, bool VEC, class T>
 __device__ __forceinline__ void load_rows(const T* tile, std::int64_t len, T (&v)[ROWS * kPack<T>]) {
   constexpr int P = kPack<T>;
-  const int lane = threadIdx.x & 31;
-  const std::int64_t warp_first = static_cast<std::int64_t>(threadIdx.x >> 5) * 32 * ROWS * P;
 #pragma unroll
   for (int k = 0; k < ROWS; ++k) {
-    const std::int64_t first = warp_first + (k * 32 + lane) * P;
+    const std::int64_t first = pack_first<ROWS, P>(k);
     if (VEC && first + P <= len) {
       const auto p = *reinterpret_cast<const tut::ew::Packed<T, P>*>(tile + first);
 #pragma unroll
@@ -62,47 +67,110 @@ __device__ __forceinline__ void load_rows(const T* tile, std::int64_t len, T (&v
   }
 }
 
+// One lane's pack of one row: elements first ... first + P - 1 of the tile, those below len.
+template <bool VEC, int P, class T>
+__device__ __forceinline__ void store_pack(T* tile, std::int64_t len, std::int64_t first, const T (&pack)[P]) {
+  if (VEC && first + P <= len) {
+    tut::ew::Packed<T, P> p;
+#pragma unroll
+    for (int j = 0; j < P; ++j) p.elem[j] = pack[j];
+    *reinterpret_cast<tut::ew::Packed<T, P>*>(tile + first) = p;
+  } else {
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+      if (first + j < len) tile[first + j] = pack[j];
+  }
+}
+
 template <int ROWS, bool VEC, class T>
 __device__ __forceinline__ void store_rows(T* tile, std::int64_t len, const T (&v)[ROWS * kPack<T>]) {
   constexpr int P = kPack<T>;
-  const int lane = threadIdx.x & 31;
-  const std::int64_t warp_first = static_cast<std::int64_t>(threadIdx.x >> 5) * 32 * ROWS * P;
 #pragma unroll
   for (int k = 0; k < ROWS; ++k) {
-    const std::int64_t first = warp_first + (k * 32 + lane) * P;
-    if (VEC && first + P <= len) {
-      tut::ew::Packed<T, P> p;
+    T pack[P];
 #pragma unroll
-      for (int j = 0; j < P; ++j) p.elem[j] = v[k * P + j];
-      *reinterpret_cast<tut::ew::Packed<T, P>*>(tile + first) = p;
-    } else {
-#pragma unroll
-      for (int j = 0; j < P; ++j)
-        if (first + j < len) tile[first + j] = v[k * P + j];
-    }
+    for (int j = 0; j < P; ++j) pack[j] = v[k * P + j];
+    store_pack<VEC>(tile, len, pack_first<ROWS, P>(k), pack);
   }
+}
+
+// The row scan's step for one row: this lane's pack scanned in registers, the row across the warp,
+// plus `carried` (the rows before it); `carried` then grows by the row's total.
+template <bool EXCLUSIVE, int P, class T>
+__device__ __forceinline__ void scan_row(T (&pack)[P], T& carried) {
+  const int lane = threadIdx.x & 31;
+  const T mine = thread_inclusive_scan(pack);
+  const T inclusive = warp_inclusive_scan(mine);
+  T before = __shfl_up_sync(kFullWarp, inclusive, 1);
+  if (lane == 0) before = T{};
+  add_offset(pack, carried + before, EXCLUSIVE);
+  carried = carried + __shfl_sync(kFullWarp, inclusive, 31);
 }
 
 template <int ROWS, bool EXCLUSIVE, class T>
 __device__ __forceinline__ T scan_rows(T (&v)[ROWS * kPack<T>]) {
   constexpr int P = kPack<T>;
-  const int lane = threadIdx.x & 31;
   T carried{};  // the rows before this one
 #pragma unroll
   for (int k = 0; k < ROWS; ++k) {
     T pack[P];
 #pragma unroll
     for (int j = 0; j < P; ++j) pack[j] = v[k * P + j];
-    const T mine = thread_inclusive_scan(pack);
-    const T inclusive = warp_inclusive_scan(mine);
-    T before = __shfl_up_sync(kFullWarp, inclusive, 1);
-    if (lane == 0) before = T{};
-    add_offset(pack, carried + before, EXCLUSIVE);
+    scan_row<EXCLUSIVE>(pack, carried);
 #pragma unroll
     for (int j = 0; j < P; ++j) v[k * P + j] = pack[j];
-    carried = carried + __shfl_sync(kFullWarp, inclusive, 31);
   }
   return carried;
+}
+
+// The same three steps with the tile parked in shared memory instead of registers (v7 with
+// Config::smem_tile): each lane copies its own packs in with cp.async (16 bytes global to shared,
+// no register on the way), scans them there one row at a time, and later reads them back to add
+// the offset and store. A lane touches only its own packs, so no barrier is needed between the
+// three; a warp's row is 512 consecutive bytes of shared memory, four wavefronts, no conflicts.
+template <int ROWS, bool VEC, class T>
+__device__ __forceinline__ void stage_rows(const T* tile, std::int64_t len, T* smem) {
+  constexpr int P = kPack<T>;
+#pragma unroll
+  for (int k = 0; k < ROWS; ++k) {
+    const std::int64_t first = pack_first<ROWS, P>(k);
+    if (VEC && first + P <= len) {
+      const auto dst = static_cast<unsigned>(__cvta_generic_to_shared(smem + first));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(tile + first) : "memory");
+    } else {
+#pragma unroll
+      for (int j = 0; j < P; ++j) smem[first + j] = first + j < len ? tile[first + j] : T{};
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+template <int ROWS, bool EXCLUSIVE, class T>
+__device__ __forceinline__ T scan_rows_shared(T* smem) {
+  constexpr int P = kPack<T>;
+  T carried{};
+#pragma unroll 4
+  for (int k = 0; k < ROWS; ++k) {
+    auto* at = reinterpret_cast<tut::ew::Packed<T, P>*>(smem + pack_first<ROWS, P>(k));
+    tut::ew::Packed<T, P> p = *at;
+    scan_row<EXCLUSIVE>(p.elem, carried);
+    *at = p;
+  }
+  return carried;
+}
+
+template <int ROWS, bool VEC, class T>
+__device__ __forceinline__ void store_rows_shared(T* tile, std::int64_t len, const T* smem, T offset) {
+  constexpr int P = kPack<T>;
+#pragma unroll 4
+  for (int k = 0; k < ROWS; ++k) {
+    const std::int64_t first = pack_first<ROWS, P>(k);
+    const auto p = *reinterpret_cast<const tut::ew::Packed<T, P>*>(smem + first);
+    T pack[P];
+#pragma unroll
+    for (int j = 0; j < P; ++j) pack[j] = offset + p.elem[j];
+    store_pack<VEC>(tile, len, first, pack);
+  }
 }
 
 template <int N, class T>

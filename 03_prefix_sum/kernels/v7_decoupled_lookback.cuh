@@ -8,10 +8,10 @@
 //      that has already started, so the waiting always ends, whatever order the hardware runs
 //      blocks in.
 //   2. the block loads and scans its tile, then publishes its total as an AGGREGATE;
-//   3. a warp looks back: its 32 lanes read the flags of the 32 tiles before it at once. If the
-//      nearest inclusive PREFIX among them has only published tiles between it and this one, it
-//      ends the walk: the sum of those aggregates and the prefix is this tile's offset. If all 32
-//      are aggregates, it adds them and moves 32 tiles back. Otherwise it reads again;
+//   3. a warp looks back: its 32 lanes read the flags of the 32 tiles before it at once. While any
+//      is not published yet, it reads again. If some hold an inclusive PREFIX, the nearest one ends
+//      the walk: the sum of the aggregates up to it and its prefix is this tile's offset. Otherwise
+//      it adds the 32 aggregates and moves 32 tiles back;
 //   4. the block publishes its own PREFIX (offset + total) and writes its results.
 //
 // Who looks back, and when (Config::own_warp). In the paper's order (own_warp = false), warp 0
@@ -58,8 +58,10 @@ inline constexpr std::size_t kFlagsOffset = 128;  // the counter has its own cac
 // shows its table): ROWS 16-byte packs per lane, at least MIN_BLOCKS blocks per SM (1: as many as
 // the registers allow), SLEEP_NS of __nanosleep between two reads of flags not ready, FLAGS flags
 // read by each lane per look-back step (a step covers 32 x FLAGS predecessors), OWN_WARP: a warp
-// of its own that looks back from the start (true), or warp 0 after the scan (false), and
-// DATA_WARPS, the warps that load, scan and store the tile.
+// of its own that looks back from the start (true), or warp 0 after the scan (false),
+// DATA_WARPS, the warps that load, scan and store the tile, and SMEM_TILE: the tile waits for its
+// prefix in shared memory (true) instead of registers, so a block needs few registers and more
+// tiles fit an SM at once (tiles.cuh, stage_rows).
 //
 // MARKS records the moments of a tile's life for tune_lookback's timeline (NoMarks: nothing).
 struct NoMarks {
@@ -68,7 +70,7 @@ struct NoMarks {
 };
 
 template <int ROWS, int MIN_BLOCKS, int SLEEP_NS, int FLAGS = 1, bool OWN_WARP = false, int DATA_WARPS = 8,
-          class MARKS = NoMarks>
+          bool SMEM_TILE = false, class MARKS = NoMarks>
 struct LookbackConfig {
   using Marks = MARKS;
   static constexpr int rows = ROWS, min_blocks = MIN_BLOCKS, sleep_ns = SLEEP_NS, flags = FLAGS;
@@ -77,6 +79,11 @@ struct LookbackConfig {
   static constexpr int data_threads = DATA_WARPS * 32;
   static constexpr int threads = data_threads + (OWN_WARP ? 32 : 0);
   static constexpr std::int64_t tile = tile_elements<ROWS, data_threads>();
+  static constexpr bool smem_tile = SMEM_TILE;
+  template <class T>
+  static constexpr std::size_t smem_bytes() {
+    return SMEM_TILE ? static_cast<std::size_t>(tile) * sizeof(T) : 0;
+  }
 };
 using V7Config = LookbackConfig<32, 1, 512, 1, true, 7>;  // 128 elements per thread, 28672 (112 KiB) per tile
 
@@ -127,11 +134,7 @@ __device__ __forceinline__ unsigned long long peek(unsigned long long* flag) {
 
 // The sum of everything before tile `tile` (> 0), read from the flags of the tiles before it by
 // all 32 lanes of one warp. Each step reads 32 x FLAGS predecessors at once: lane l the FLAGS of
-// them at distances l*FLAGS ... . A step ends as soon as the nearest PREFIX has only published
-// tiles between it and this one: the flags beyond it do not matter, so the warp waits only for
-// the tiles it needs. (CUB's look-back, like this chapter's first one, waits until all 32 flags of
-// the step are published; the slowest of 32 neighbours then sets every tile's pace. The lesson's
-// timeline measures the difference.)
+// them at distances l*FLAGS ... .
 template <int SLEEP_NS, int FLAGS, class T>
 __device__ __forceinline__ T sum_before(unsigned long long* flags, std::int64_t tile, unsigned epoch,
                                         unsigned& reads) {
@@ -139,37 +142,36 @@ __device__ __forceinline__ T sum_before(unsigned long long* flags, std::int64_t 
   T before{};
   reads = 0;  // rounds of flag reads, for the timeline
   for (std::int64_t nearest = tile - 1;; nearest -= 32 * FLAGS) {
+    unsigned long long word[FLAGS];
+    unsigned status[FLAGS];
     for (;;) {
-      // This lane's part, nearest flag first: the values up to and including its first prefix,
-      // or up to its first flag not yet published (then it is `blocked`).
-      T mine{};
-      bool found = false, blocked = false;
+      bool waiting = false;
 #pragma unroll
       for (int j = 0; j < FLAGS; ++j) {
         const std::int64_t q = nearest - lane * FLAGS - j;
         // Tile 0 always publishes a prefix, so no walk passes it; lanes past it stay quiet.
-        const unsigned long long word = q >= 0 ? peek(&flags[q]) : pack(epoch, kPrefix, T{});
-        const unsigned status = status_of(word, epoch);
-        if (!found && !blocked) {
-          blocked = status == kNotReady;
-          if (!blocked) mine = mine + value_of<T>(word);
-          found = status == kPrefix;
-        }
+        word[j] = q >= 0 ? peek(&flags[q]) : pack(epoch, kPrefix, T{});
+        status[j] = status_of(word[j], epoch);
+        waiting = waiting || status[j] == kNotReady;
       }
       ++reads;
-      const unsigned prefixes = __ballot_sync(kFullWarp, found);
-      const unsigned unready = __ballot_sync(kFullWarp, blocked);
-      // The lowest set bit is the nearest lane: a prefix nearer than every unpublished flag ends the walk.
-      if (prefixes != 0 && (unready == 0 || (prefixes & (0u - prefixes)) < (unready & (0u - unready)))) {
-        const int stop = __ffs(prefixes) - 1;
-        return before + warp_sum(lane <= stop ? mine : T{});
-      }
-      if (unready == 0) {  // 32 x FLAGS aggregates and no prefix: add them, step back
-        before = before + warp_sum(mine);
-        break;
-      }
+      if (!__any_sync(kFullWarp, waiting)) break;
       if (SLEEP_NS > 0) __nanosleep(SLEEP_NS);
     }
+    // This lane's part: its flags from the nearest on, up to and including its first prefix.
+    T mine{};
+    bool found = false;
+#pragma unroll
+    for (int j = 0; j < FLAGS; ++j) {
+      if (!found) mine = mine + value_of<T>(word[j]);
+      found = found || status[j] == kPrefix;
+    }
+    const unsigned prefixes = __ballot_sync(kFullWarp, found);
+    if (prefixes != 0) {
+      const int stop = __ffs(prefixes) - 1;  // the lane with the nearest prefix
+      return before + warp_sum(lane <= stop ? mine : T{});
+    }
+    before = before + warp_sum(mine);
   }
 }
 
@@ -200,11 +202,19 @@ __global__ __launch_bounds__(Config::threads, Config::min_blocks) void decoupled
   const std::int64_t base = tile * kTileLen;
   const std::int64_t len = min64(kTileLen, n - base);
   const int warp = threadIdx.x >> 5;
-  T v[Config::rows * kPack<T>];
+  T v[Config::smem_tile ? 1 : Config::rows * kPack<T>];  // the tile, unless it waits in shared memory
+  extern __shared__ __align__(16) unsigned char smem_tile_bytes[];
+  T* const parked = reinterpret_cast<T*>(smem_tile_bytes);
   T in_tile{}, tile_total{};
   if (warp < kDataWarps) {
-    load_rows<Config::rows, VEC>(x + base, len, v);
-    const T warp_total = scan_rows<Config::rows, EXCLUSIVE>(v);
+    T warp_total;
+    if constexpr (Config::smem_tile) {
+      stage_rows<Config::rows, VEC>(x + base, len, parked);
+      warp_total = scan_rows_shared<Config::rows, EXCLUSIVE>(parked);
+    } else {
+      load_rows<Config::rows, VEC>(x + base, len, v);
+      warp_total = scan_rows<Config::rows, EXCLUSIVE>(v);
+    }
     // Without a look-back warp the block has only the data warps, and __syncthreads is theirs.
     using Barrier = std::conditional_t<Config::own_warp, FirstThreads<Config::data_threads>, WholeBlock>;
     in_tile = warp_offset_in_block<Barrier>(warp_total, tile_total, storage);
@@ -233,8 +243,12 @@ __global__ __launch_bounds__(Config::threads, Config::min_blocks) void decoupled
     if (Config::own_warp && threadIdx.x == 0 && tile != 0)
       lookback::publish(&flags[tile], lookback::pack(epoch, kPrefix, s_before + tile_total));
     if (threadIdx.x == 0) Marks::mark(Marks::kPrefix, tile);
-    add_to_all(v, s_before + in_tile);
-    store_rows<Config::rows, VEC>(y + base, len, v);
+    if constexpr (Config::smem_tile) {
+      store_rows_shared<Config::rows, VEC>(y + base, len, parked, s_before + in_tile);
+    } else {
+      add_to_all(v, s_before + in_tile);
+      store_rows<Config::rows, VEC>(y + base, len, v);
+    }
     if (threadIdx.x == 0) Marks::mark(Marks::kStored, tile);
   }
 }
@@ -249,8 +263,15 @@ void v7_decoupled_lookback(cudaStream_t stream, std::int64_t n, bool exclusive, 
   auto* ticket = static_cast<unsigned long long*>(scratch);
   auto* flags = reinterpret_cast<unsigned long long*>(static_cast<char*>(scratch) + kFlagsOffset);
   with_tile_flags(x, y, exclusive, [&](auto vec, auto excl) {
-    decoupled_lookback_kernel<Config, decltype(vec)::value, decltype(excl)::value, T>
-        <<<static_cast<unsigned>(tiles), Config::threads, 0, stream>>>(x, y, n, tiles, ticket, flags);
+    const auto kernel = decoupled_lookback_kernel<Config, decltype(vec)::value, decltype(excl)::value, T>;
+    constexpr std::size_t smem = Config::template smem_bytes<T>();
+    if constexpr (smem > 0) {  // past 48 KiB of dynamic shared memory a kernel must ask for it
+      static const bool raised = (TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                                static_cast<int>(smem))),
+                                  true);
+      (void)raised;
+    }
+    kernel<<<static_cast<unsigned>(tiles), Config::threads, smem, stream>>>(x, y, n, tiles, ticket, flags);
     TUT_CHECK_LAUNCH("decoupled_lookback_kernel");
   });
 }

@@ -4,6 +4,8 @@
 
 #include "tut/sass.hpp"
 
+#include <cstdio>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -98,6 +100,21 @@ TEST_CASE("v7 keeps everything in registers: no local-memory spills" * doctest::
   }
   CHECK(strong_load);
   CHECK(!tut::loops(packed).empty());
+}
+
+TEST_CASE("v7's block scan waits at a named barrier the look-back warp is not part of" * doctest::skip(kNoCuobjdump)) {
+  // With a look-back warp of its own, the data warps' two scan barriers are barrier 1 counting
+  // only their threads (bar.sync 1, data_threads); barrier 0 is the whole block's.
+  const auto& k = v7("true, false, int");
+  std::smatch m;  // LookbackConfig<rows, min blocks, sleep, flags, own warp, data warps, ...
+  const std::regex config(R"(LookbackConfig<\d+, \d+, \d+, \d+, (true|false), (\d+))");
+  REQUIRE(std::regex_search(k.name, m, config));
+  char data_threads[16];
+  std::snprintf(data_threads, sizeof data_threads, "0x%x", 32 * std::stoi(m[2].str()));
+  int named = 0;
+  for (const auto& i : k.code)
+    named += i.opcode.rfind("BAR.SYNC", 0) == 0 && i.text.find("0x1, " + std::string(data_threads)) != std::string::npos;
+  CHECK(named == (m[1].str() == "true" ? 2 : 0));
 }
 
 #if TUT_EXERCISES
