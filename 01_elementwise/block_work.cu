@@ -23,6 +23,9 @@
 // The tool also measures the idle time itself: each block records when it ends and on which SM
 // (%globaltimer, %smid; a separate launch, not a timed one), and "SM idle at the end" is the mean,
 // over SMs, of the time from the SM's last block ending to the kernel's end, over the kernel's span.
+//
+// results/<gpu>.block_work.txt is this table; results/<gpu>.block_work_ncu.csv the Nsight Compute
+// rows of --profile runs (the lesson, v4_tiles, reads both).
 #include "tut/arrays.cuh"
 #include "tut/buffer.hpp"
 #include "tut/check.hpp"
