@@ -112,7 +112,7 @@ TEST_SUITE("gpu") {
   TEST_CASE("v7 stays right over many launches with thousands of tiles" * tut::needs_gpu()) {
     // No reset between launches: each launch's epoch must hide the previous launch's flags.
     const bool quick = tut::under_sanitizer();
-    // v7's tiles hold 16384 elements: 2^26 + 17 elements are 4097 of them (and 16385 of v6's).
+    // 2^26 + 17 elements are 2341 of v7's tiles (28672 elements each) and 16385 of v6's.
     const std::int64_t n = quick ? 40 * kTile + 3 : (std::int64_t{1} << 26) + 17;
     const int launches = quick ? 3 : 300;
     stress(ch03::scan_problem<int>(), n, launches);
