@@ -26,6 +26,7 @@
 //
 // results/<gpu>.block_work.txt is this table; results/<gpu>.block_work_ncu.csv the Nsight Compute
 // rows of --profile runs (the lesson, v4_tiles, reads both).
+#include "kernels/ops.cuh"
 #include "tut/arrays.cuh"
 #include "tut/buffer.hpp"
 #include "tut/check.hpp"
@@ -62,8 +63,6 @@ __device__ __forceinline__ unsigned sm_id() {
   return id;
 }
 
-__device__ __forceinline__ float relu(float v) { return v < 0.f ? 0.f : v; }
-
 enum Order : int { kStrided, kContiguous, kScattered };
 const char* order_name(int order) {
   return order == kStrided ? "strided" : order == kContiguous ? "contiguous" : "scattered";
@@ -86,6 +85,7 @@ __global__ __launch_bounds__(kThreads) void relu_block_work(const float4* __rest
     const std::int64_t i = tile * kThreads + threadIdx.x;
     if (i < n_pack) {
       const float4 v = x[i];
+      const ch01::Relu relu;
       y[i] = make_float4(relu(v.x), relu(v.y), relu(v.z), relu(v.w));
     }
   }
@@ -130,18 +130,20 @@ int main(int argc, char** argv) {
     tut::DeviceBuffer<float> y(static_cast<std::size_t>(n)), expected(static_cast<std::size_t>(n));
     const auto* px = reinterpret_cast<const float4*>(x.data());
     int per_sm = 0;
-    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, relu_block_work<false>, kThreads, 0));
+    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, relu_block_work<kStrided>, kThreads, 0));
     const std::int64_t resident = static_cast<std::int64_t>(per_sm) * dev.sm_count;
 
-    const auto launch = [&](int order, int k, float* out, BlockRecord* rec, cudaStream_t s) {
+    const auto grid_of = [&](int order, int k) {
       const std::int64_t groups = (tiles + k - 1) / k;
-      const auto grid = static_cast<unsigned>(order == kScattered ? groups * k : groups);
+      return static_cast<unsigned>(order == kScattered ? groups * k : groups);
+    };
+    const auto launch = [&](int order, int k, float* out, BlockRecord* rec, cudaStream_t s) {
+      const unsigned grid = grid_of(order, k);
       auto* py = reinterpret_cast<float4*>(out);
       if (order == kContiguous) relu_block_work<kContiguous><<<grid, kThreads, 0, s>>>(px, py, n_pack, tiles, k, rec);
       else if (order == kStrided) relu_block_work<kStrided><<<grid, kThreads, 0, s>>>(px, py, n_pack, tiles, k, rec);
       else relu_block_work<kScattered><<<grid, kThreads, 0, s>>>(px, py, n_pack, tiles, k, rec);
       TUT_CHECK_LAUNCH("relu_block_work");
-      return static_cast<std::size_t>(grid);
     };
     if (profile_k > 0) {
       const int order = profile_order == "contiguous" ? kContiguous : profile_order == "scattered" ? kScattered : kStrided;
@@ -169,7 +171,7 @@ int main(int argc, char** argv) {
           throw std::runtime_error(std::string(order_name(order)) + ", K = " + std::to_string(k) +
                                    ": output differs from K = 1");
         // One more launch that records when each block ends and on which SM.
-        const std::size_t grid = launch(order, k, y.data(), nullptr, nullptr);
+        const std::size_t grid = grid_of(order, k);
         tut::DeviceBuffer<BlockRecord> records(grid);
         launch(order, k, y.data(), records.data(), nullptr);
         TUT_CUDA(cudaDeviceSynchronize());
