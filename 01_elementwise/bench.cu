@@ -5,7 +5,6 @@
 
 int main(int argc, char** argv) {
   tut::BenchApp app("01_elementwise", "Element-wise kernels: ReLU on float32 and multiply on half");
-  app.add(ch01::relu_problem());
-  app.add(ch01::mul_problem());
+  app.add(ch01::problems());
   return app.main(argc, argv);
 }

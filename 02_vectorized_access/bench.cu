@@ -6,8 +6,6 @@
 
 int main(int argc, char** argv) {
   tut::BenchApp app("02_vectorized_access", "Vectorized access: int32 copies, half multiplies, half a*x + y");
-  app.add(ch02::copy_problem());
-  app.add(ch02::mul_problem());
-  app.add(ch02::fma_problem());
+  app.add(ch02::problems());
   return app.main(argc, argv);
 }

@@ -42,3 +42,8 @@ PEERS = {
     "mul_f16": (1 << 28, 6, [("torch.mul(out=)", mul)]),
     "fma_f16": (1 << 28, 8, [("torch.addcmul(out=)", fma)]),
 }
+
+
+# The version that races each problem's peers in one process (common/tools/torch_peers.py): the
+# 4 KiB-tile copy, and the template with one pack per thread and one tile per block.
+OURS = {"copy_i32": "copy_int4_tiles_4k", "mul_f16": "generic_tiles", "fma_f16": "generic_tiles"}

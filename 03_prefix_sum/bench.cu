@@ -24,11 +24,6 @@ int main(int argc, char** argv) {
     std::cerr << "error: --segment sets the segment of the case --n or --shape builds; give one of them too\n";
     return 2;
   }
-  app.add(ch03::segscan_problem<int>());
-  app.add(ch03::segscan_problem<float>());
-  app.add(ch03::scan_problem<int>());
-  app.add(ch03::exclusive_scan_problem<int>());
-  app.add(ch03::scan_problem<float>());
-  app.add(ch03::exclusive_scan_problem<float>());
+  app.add(ch03::problems());
   return app.main(argc, argv);
 }

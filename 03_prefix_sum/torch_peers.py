@@ -29,3 +29,7 @@ PEERS = {
     "scan_i32": (1 << 28, 8, [("torch.cumsum(dtype=int32)", lambda n, t: cumsum(n, t, t.int32, -1000, 1000))]),
     "scan_f32": (1 << 28, 8, [("torch.cumsum", lambda n, t: cumsum(n, t, t.float32, -8, 8))]),
 }
+
+
+# The version that races each problem's peers in one process (common/tools/torch_peers.py).
+OURS = {"scan_i32": "v7_decoupled_lookback", "scan_f32": "v7_decoupled_lookback"}

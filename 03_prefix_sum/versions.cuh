@@ -26,6 +26,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ch03 {
 
@@ -184,6 +185,16 @@ template <class T>
 const tut::Problem<ScanInstance<T>>& exclusive_scan_problem() {
   static const auto problem = device_problem<T>(true);
   return problem;
+}
+
+// Every problem, in the order the benchmark runs them (bench.cu, and race.cu for the PyTorch peers).
+inline std::vector<tut::ProblemEntry> problems() {
+  return {tut::erase(segscan_problem<int>()),
+          tut::erase(segscan_problem<float>()),
+          tut::erase(scan_problem<int>()),
+          tut::erase(exclusive_scan_problem<int>()),
+          tut::erase(scan_problem<float>()),
+          tut::erase(exclusive_scan_problem<float>())};
 }
 
 }  // namespace ch03

@@ -6,11 +6,6 @@
 
 int main(int argc, char** argv) {
   tut::BenchApp app("04_relu_mask", "ReLU with a mask for its backward: byte masks, per-thread bytes, warp ballots");
-  app.add(ch04::relu_mask_f32());
-  app.add(ch04::relu_backward_f32());
-  app.add(ch04::add_relu_mask_f32());
-  app.add(ch04::relu_mask_f16());
-  app.add(ch04::relu_backward_f16());
-  app.add(ch04::add_relu_mask_f16());
+  app.add(ch04::problems());
   return app.main(argc, argv);
 }

@@ -60,3 +60,10 @@ PEERS = {
                           [("aten.threshold_backward", lambda n, t: threshold_backward(n, t, t.float16))]),
     "add_relu_mask_f16": (1 << 28, _bytes(3, 2), [("torch.add + relu_", lambda n, t: add_relu(n, t, t.float16))]),
 }
+
+
+# The version that races each problem's peers in one process (common/tools/torch_peers.py): the
+# top of each ladder.
+OURS = {"relu_mask_f32": "v3_ballot_vectorized", "relu_backward_f32": "v3_from_bitmask_vectorized",
+        "add_relu_mask_f32": "v3_ballot_vectorized", "relu_mask_f16": "v3_ballot_vectorized",
+        "relu_backward_f16": "v3_from_bitmask_vectorized", "add_relu_mask_f16": "v3_ballot_vectorized"}

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ch04 {
 
@@ -164,6 +165,16 @@ inline const tut::Problem<BackwardInstance<float>>& relu_backward_f32() {
 inline const tut::Problem<BackwardInstance<__half>>& relu_backward_f16() {
   static const auto p = backward_problem<__half>();
   return p;
+}
+
+// Every problem, in the order the benchmark runs them (bench.cu, and race.cu for the PyTorch peers).
+inline std::vector<tut::ProblemEntry> problems() {
+  return {tut::erase(relu_mask_f32()),
+          tut::erase(relu_backward_f32()),
+          tut::erase(add_relu_mask_f32()),
+          tut::erase(relu_mask_f16()),
+          tut::erase(relu_backward_f16()),
+          tut::erase(add_relu_mask_f16())};
 }
 
 }  // namespace ch04

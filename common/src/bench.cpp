@@ -118,16 +118,7 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
   }
   if (!n_text.empty()) shape_sel_ = n_text;
   if (list_json_) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& p : problems_) {
-      nlohmann::json versions = nlohmann::json::array(), suite = nlohmann::json::array();
-      for (const auto& v : p.versions)
-        versions.push_back({{"name", v.name}, {"kind", kind_name(v.kind)}, {"summary", v.summary}, {"library", v.library}});
-      for (const auto& c : p.suite) suite.push_back(c.name);
-      out.push_back({{"problem", p.name}, {"dtype", p.dtype}, {"description", p.description},
-                     {"default_case", p.default_case.name}, {"suite", suite}, {"versions", versions}});
-    }
-    std::cout << out.dump(2) << "\n";
+    std::cout << problems_json(problems_) << "\n";
     return 0;
   }
   if (list_) {

@@ -2,6 +2,8 @@
 
 #include "tut/check.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cctype>
 #include <limits>
 #include <sstream>
@@ -117,6 +119,19 @@ CheckResult checked_run(const Trial& t, cudaStream_t stream) {
   t.launch(stream);
   TUT_CUDA(cudaStreamSynchronize(stream));
   return t.check();
+}
+
+std::string problems_json(const std::vector<ProblemEntry>& problems) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : problems) {
+    nlohmann::json versions = nlohmann::json::array(), suite = nlohmann::json::array();
+    for (const auto& v : p.versions)
+      versions.push_back({{"name", v.name}, {"kind", kind_name(v.kind)}, {"summary", v.summary}, {"library", v.library}});
+    for (const auto& c : p.suite) suite.push_back(c.name);
+    out.push_back({{"problem", p.name}, {"dtype", p.dtype}, {"description", p.description},
+                   {"default_case", p.default_case.name}, {"suite", suite}, {"versions", versions}});
+  }
+  return out.dump(2);
 }
 
 }  // namespace tut

@@ -90,6 +90,17 @@ def ceiling_line(doc):
             f"read-only stream {c['read_only_GBps']:.1f} GB/s, write-only {c['write_only_GBps']:.1f} GB/s")
 
 
+def race_line(peer):
+    """One sentence for a peer that raced our version in its own process (torch_peers.py)."""
+    r = peer["race"]
+    if "speed_ratio" not in r:
+        return f"In one process, `{r['version']}` did not race `{peer['version']}`: {r['check']}.\n"
+    return (f"In one process, alternating {r['rounds']} rounds of {r['reps_per_round']} launches: `{r['version']}` "
+            f"ran at **{r['speed_ratio']:.3f}×** the speed of `{peer['version']}` (rounds {r['speed_ratio_min']:.3f}–"
+            f"{r['speed_ratio_max']:.3f}; medians {r['ms_median']:.4f} and {r['peer_ms_median']:.4f} ms; "
+            f"check {r['check']}).\n")
+
+
 def bench_tables(doc, torch_doc=None, prefix="results/"):
     parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`, commit `{doc['commit']}`, {doc['date']}): "
              f"{ceiling_line(doc)}.\n"]
@@ -107,10 +118,15 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
             kind = r["kind"] + (f" ({r['library']})" if r.get("library") else "")
             parts.append(f"| `{r['version']}` | {kind} | {ms(r)} | {r['GBps']:.1f} | {r['fraction_of_copy']:.3f} | "
                          f"{r['speedup_vs_first']:.2f}× | {regs(r)} | {r['check']} |\n")
+        raced = []
         for p in peers:
             if p["problem"] == problem and p["case"] == case:
                 parts.append(f"| `{p['version']}` | peer (torch {torch_doc['torch']}) | {ms(p)} | {p['GBps']:.1f} | "
                              f"{p['fraction_of_copy']:.3f}\\* | – | – | {p['check']} |\n")
+                if p.get("race"):
+                    raced.append(race_line(p))
+        if raced:
+            parts.append("\n" + "\n".join(raced))
     if peers:
         parts.append(f"\n\\* PyTorch's rows come from a separate process (`{prefix}{torch_doc['_file']}`, "
                      f"{torch_doc['date']}; the rows above: {doc['date']}), against the copy ceiling measured there: "
@@ -193,7 +209,11 @@ def headline(folder):
         items = []
         for p, run in best.items():
             item = f"`{p}` {run['fraction_of_copy']:.2f} of copy (`{run['version']}`"
-            if p in peers:
+            race = (peers.get(p) or {}).get("race") or {}
+            if "speed_ratio" in race:
+                item += (f"; `{race['version']}` at {race['speed_ratio']:.3f}× the speed of `{peers[p]['version']}` "
+                         "in one process")
+            elif p in peers:
                 item += f"; best peer `{peers[p]['version']}` at {run['GBps'] / peers[p]['GBps']:.2f}× its GB/s"
             items.append(item + ")")
         cells.append(f"{doc['gpu']}: " + ", ".join(items))

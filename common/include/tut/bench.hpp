@@ -2,8 +2,7 @@
 //
 //   int main(int argc, char** argv) {
 //     tut::BenchApp app("01_elementwise", "Element-wise kernels: ReLU on float32, multiply on half");
-//     app.add(ch01::relu_problem());
-//     app.add(ch01::mul_problem());
+//     app.add(ch01::problems());   // versions.cuh: {tut::erase(relu_problem()), tut::erase(mul_problem())}
 //     return app.main(argc, argv);
 //   }
 //
@@ -37,57 +36,6 @@
 
 namespace tut {
 
-struct VersionInfo {
-  std::string name, summary;
-  Kind kind = Kind::own;
-  std::string library;
-  std::vector<const void*> kernels;
-};
-
-// One case's instance, as the runner sees it.
-class CaseSession {
- public:
-  virtual ~CaseSession() = default;
-  virtual std::size_t working_set() const = 0;
-  virtual Trial trial(std::size_t version) = 0;  // allocates the version's scratch
-};
-
-// A problem with its instance type erased.
-struct ProblemEntry {
-  std::string name, description, dtype;
-  Case default_case;
-  std::vector<Case> suite;
-  std::function<Case(const std::vector<std::int64_t>&)> case_for_shape;
-  std::function<Floor(const Case&)> floor;
-  std::vector<VersionInfo> versions;
-  std::function<std::unique_ptr<CaseSession>(const Case&, std::uint64_t seed)> open;
-};
-
-template <class Inst>
-class TypedSession : public CaseSession {
- public:
-  TypedSession(const Problem<Inst>& p, const Case& c, std::uint64_t seed) : p_(p) {
-    InstanceOptions opt;
-    opt.seed = seed;
-    inst_ = p.make(c, opt);
-  }
-  std::size_t working_set() const override { return inst_->working_set(); }
-  Trial trial(std::size_t v) override { return make_trial(p_.versions.at(v), *inst_); }
-
- private:
-  const Problem<Inst>& p_;
-  std::unique_ptr<Inst> inst_;
-};
-
-// `p` must outlive the entry: chapters keep their problems in function-local statics.
-template <class Inst>
-ProblemEntry erase(const Problem<Inst>& p) {
-  ProblemEntry e{p.name, p.description, p.dtype, p.default_case, p.suite, p.case_for_shape, p.floor, {}, {}};
-  for (const auto& v : p.versions) e.versions.push_back({v.name, v.summary, v.kind, v.library, v.kernels});
-  e.open = [&p](const Case& c, std::uint64_t seed) { return std::make_unique<TypedSession<Inst>>(p, c, seed); };
-  return e;
-}
-
 struct RunResult {
   std::string problem, dtype, version, summary, library, baseline;
   Case c;
@@ -109,6 +57,9 @@ class BenchApp {
   template <class Inst>
   void add(const Problem<Inst>& p) {
     problems_.push_back(erase(p));
+  }
+  void add(std::vector<ProblemEntry> problems) {
+    problems_.insert(problems_.end(), problems.begin(), problems.end());
   }
   // Parses the command line, measures the copy ceiling, runs, prints the tables, writes the JSON.
   // Returns the process exit code; never throws.

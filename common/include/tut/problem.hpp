@@ -215,6 +215,62 @@ CheckResult grade(const Problem<Inst>& p, const Version<Inst>& v, const Case& c,
   return run_once(v, *inst);
 }
 
+// ---- A problem with its instance type erased: what the runner, the tools and the race library hold.
+
+struct VersionInfo {
+  std::string name, summary;
+  Kind kind = Kind::own;
+  std::string library;
+  std::vector<const void*> kernels;
+};
+
+// One case's instance, as the runner sees it.
+class CaseSession {
+ public:
+  virtual ~CaseSession() = default;
+  virtual std::size_t working_set() const = 0;
+  virtual Trial trial(std::size_t version) = 0;  // allocates the version's scratch
+};
+
+// A problem with its instance type erased.
+struct ProblemEntry {
+  std::string name, description, dtype;
+  Case default_case;
+  std::vector<Case> suite;
+  std::function<Case(const std::vector<std::int64_t>&)> case_for_shape;
+  std::function<Floor(const Case&)> floor;
+  std::vector<VersionInfo> versions;
+  std::function<std::unique_ptr<CaseSession>(const Case&, std::uint64_t seed)> open;
+};
+
+template <class Inst>
+class TypedSession : public CaseSession {
+ public:
+  TypedSession(const Problem<Inst>& p, const Case& c, std::uint64_t seed) : p_(p) {
+    InstanceOptions opt;
+    opt.seed = seed;
+    inst_ = p.make(c, opt);
+  }
+  std::size_t working_set() const override { return inst_->working_set(); }
+  Trial trial(std::size_t v) override { return make_trial(p_.versions.at(v), *inst_); }
+
+ private:
+  const Problem<Inst>& p_;
+  std::unique_ptr<Inst> inst_;
+};
+
+// `p` must outlive the entry: chapters keep their problems in function-local statics.
+template <class Inst>
+ProblemEntry erase(const Problem<Inst>& p) {
+  ProblemEntry e{p.name, p.description, p.dtype, p.default_case, p.suite, p.case_for_shape, p.floor, {}, {}};
+  for (const auto& v : p.versions) e.versions.push_back({v.name, v.summary, v.kind, v.library, v.kernels});
+  e.open = [&p](const Case& c, std::uint64_t seed) { return std::make_unique<TypedSession<Inst>>(p, c, seed); };
+  return e;
+}
+
+// Problems, cases and versions as JSON, for tools (bench --list-json, the race library).
+std::string problems_json(const std::vector<ProblemEntry>& problems);
+
 }  // namespace tut
 
 // The address of a kernel (template instantiations included) for Version::kernels:
