@@ -23,8 +23,8 @@ const char* kV2Relu = "v2_waves_kernel<256, ch01::Relu, float, float>";
 const char* kV2Mul = "v2_waves_kernel<256, ch01::Mul, __half, __half, __half>";
 const char* kV3Relu = "apply_generic<4, tut::ew::SimpleFactory<ch01::Relu>, float, float>";
 const char* kV3Mul = "apply_generic<8, tut::ew::SimpleFactory<ch01::Mul>, __half, __half, __half>";
-const char* kV4Relu = "apply_tiles<4, tut::ew::SimpleFactory<ch01::Relu>, float, float>";
-const char* kV4Mul = "apply_tiles<8, tut::ew::SimpleFactory<ch01::Mul>, __half, __half, __half>";
+const char* kV4Relu = "apply_tiles<4, 256, tut::ew::SimpleFactory<ch01::Relu>, float, float>";
+const char* kV4Mul = "apply_tiles<8, 256, tut::ew::SimpleFactory<ch01::Mul>, __half, __half, __half>";
 }  // namespace
 
 TEST_CASE("v0 moves one element per access: 32-bit (float) and 16-bit (half) loads and stores" *

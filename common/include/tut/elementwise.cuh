@@ -122,30 +122,39 @@ cudaError_t launch_packed(FactoryT factory, cudaStream_t stream, std::int64_t n,
   return cudaPeekAtLastError();
 }
 
-// The same work with no loop: one pack per thread, one tile of kBlockSize packs per block, as many
+// The same work with no loop: one pack per thread, one tile of Threads packs per block, as many
 // blocks as tiles (the shape PyTorch's vectorized element-wise kernel has). Block 0's first threads
-// also do the n % N tail.
-template <int N, class FactoryT, class R, class... IN>
-__global__ void __launch_bounds__(kBlockSize)
+// also do the n % N tail. Threads is kBlockSize everywhere but in 01_elementwise/block_size.cu,
+// which measures what the block size changes (`dynamic_smem` is that tool's, too: it caps how many
+// blocks an SM holds).
+template <int N, int Threads, class FactoryT, class R, class... IN>
+__global__ void __launch_bounds__(Threads)
     apply_tiles(FactoryT factory, std::int64_t n_pack, Packed<R, N>* __restrict__ pack_out,
                 const Packed<IN, N>* __restrict__... pack_in, std::int64_t n_tail, R* __restrict__ tail_out,
                 const IN* __restrict__... tail_in) {
   auto f = factory();
-  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kBlockSize) + threadIdx.x;
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(Threads) + threadIdx.x;
   if (i < n_pack) pack_out[i] = apply_pack<N, decltype(f), R, IN...>(f, pack_in[i]...);
-  if (i < n_tail) tail_out[i] = f(tail_in[i]...);
+  if (i < n_tail) tail_out[i] = f(tail_in[i]...);  // n_tail < N <= Threads
 }
 
-template <int N, class FactoryT, class R, class... IN>
-cudaError_t launch_tiles_packed(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+template <int N, int Threads, class FactoryT, class R, class... IN>
+cudaError_t launch_tiles_packed_smem(FactoryT factory, cudaStream_t stream, std::size_t dynamic_smem, std::int64_t n,
+                                     R* out, const IN*... in) {
+  static_assert(Threads >= kMaxPackSize && Threads <= 1024, "a block holds the tail, and at most 1024 threads");
   const std::int64_t n_pack = n / N;
   const std::int64_t tail_offset = n_pack * N;
-  const std::int64_t blocks = std::max<std::int64_t>(1, (n_pack + kBlockSize - 1) / kBlockSize);
+  const std::int64_t blocks = std::max<std::int64_t>(1, (n_pack + Threads - 1) / Threads);
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-  apply_tiles<N, FactoryT, R, IN...><<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(
+  apply_tiles<N, Threads, FactoryT, R, IN...><<<static_cast<unsigned>(blocks), Threads, dynamic_smem, stream>>>(
       factory, n_pack, reinterpret_cast<Packed<R, N>*>(out), reinterpret_cast<const Packed<IN, N>*>(in)...,
       n - tail_offset, out + tail_offset, (in + tail_offset)...);
   return cudaPeekAtLastError();
+}
+
+template <int N, int Threads = kBlockSize, class FactoryT, class R, class... IN>
+cudaError_t launch_tiles_packed(FactoryT factory, cudaStream_t stream, std::int64_t n, R* out, const IN*... in) {
+  return launch_tiles_packed_smem<N, Threads>(factory, stream, 0, n, out, in...);
 }
 
 // The pack width launch() uses for these pointers: the widest pack when every one is aligned for
@@ -188,7 +197,7 @@ cudaError_t launch_tiles(FactoryT factory, cudaStream_t stream, std::int64_t n, 
 // The kernel launch_tiles() uses for aligned pointers: for register counts and SASS checks.
 template <class FactoryT, class R, class... IN>
 constexpr auto tiles_kernel() {
-  return &apply_tiles<pack_size<R, IN...>(), FactoryT, R, IN...>;
+  return &apply_tiles<pack_size<R, IN...>(), kBlockSize, FactoryT, R, IN...>;
 }
 
 // The kernel launch() uses for aligned pointers: for register counts and SASS checks.
