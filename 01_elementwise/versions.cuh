@@ -87,10 +87,4 @@ inline const tut::Problem<MulInstance>& mul_problem() {
   return problem;
 }
 
-// Every problem, in the order the benchmark runs them (bench.cu, and race.cu for the PyTorch peers).
-inline std::vector<tut::ProblemEntry> problems() {
-  return {tut::erase(relu_problem()),
-          tut::erase(mul_problem())};
-}
-
 }  // namespace ch01

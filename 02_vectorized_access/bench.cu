@@ -2,7 +2,7 @@
 // the five half multiplies against the generic template, and the three-input a*x + y.
 // `bench_02_vectorized_access --help` lists the options; --list the problems, cases and versions.
 #include "tut/bench.hpp"
-#include "versions.cuh"
+#include "problems.hpp"
 
 int main(int argc, char** argv) {
   tut::BenchApp app("02_vectorized_access", "Vectorized access: int32 copies, half multiplies, half a*x + y");

@@ -135,11 +135,4 @@ inline const tut::Problem<FmaInstance>& fma_problem() {
   return problem;
 }
 
-// Every problem, in the order the benchmark runs them (bench.cu, and race.cu for the PyTorch peers).
-inline std::vector<tut::ProblemEntry> problems() {
-  return {tut::erase(copy_problem()),
-          tut::erase(mul_problem()),
-          tut::erase(fma_problem())};
-}
-
 }  // namespace ch02

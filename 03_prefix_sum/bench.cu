@@ -2,8 +2,9 @@
 // exclusive_scan_*) with CUB beside them. `bench_03_prefix_sum --help` lists the options; --list
 // the problems, cases and versions. --type i32 keeps the int32 problems; --n N --segment S sets a
 // block-wise case's segment.
+#include "kernels/segments.cuh"
+#include "problems.hpp"
 #include "tut/bench.hpp"
-#include "versions.cuh"
 
 #include <iostream>
 #include <string>
@@ -11,8 +12,9 @@
 int main(int argc, char** argv) {
   tut::BenchApp app("03_prefix_sum", "Prefix sums: block-wise scans, and device-wide scans against CUB");
   app.cli()
-      .add_option("--segment", ch03::segment_option(),
-                  "Segment length of the block-wise problems' --n/--shape case (1 to 1024; default 1024)")
+      .add_option_function<std::int64_t>("--segment", ch03::set_segment,
+                                         "Segment length of the block-wise problems' --n/--shape case (1 to 1024; "
+                                         "default 1024)")
       ->check(CLI::Range(std::int64_t{1}, ch03::kMaxSegment));
   bool segment = false, shape = false;
   for (int i = 1; i < argc; ++i) {

@@ -187,14 +187,4 @@ const tut::Problem<ScanInstance<T>>& exclusive_scan_problem() {
   return problem;
 }
 
-// Every problem, in the order the benchmark runs them (bench.cu, and race.cu for the PyTorch peers).
-inline std::vector<tut::ProblemEntry> problems() {
-  return {tut::erase(segscan_problem<int>()),
-          tut::erase(segscan_problem<float>()),
-          tut::erase(scan_problem<int>()),
-          tut::erase(exclusive_scan_problem<int>()),
-          tut::erase(scan_problem<float>()),
-          tut::erase(exclusive_scan_problem<float>())};
-}
-
 }  // namespace ch03

@@ -167,14 +167,4 @@ inline const tut::Problem<BackwardInstance<__half>>& relu_backward_f16() {
   return p;
 }
 
-// Every problem, in the order the benchmark runs them (bench.cu, and race.cu for the PyTorch peers).
-inline std::vector<tut::ProblemEntry> problems() {
-  return {tut::erase(relu_mask_f32()),
-          tut::erase(relu_backward_f32()),
-          tut::erase(add_relu_mask_f32()),
-          tut::erase(relu_mask_f16()),
-          tut::erase(relu_backward_f16()),
-          tut::erase(add_relu_mask_f16())};
-}
-
 }  // namespace ch04
