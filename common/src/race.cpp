@@ -39,10 +39,10 @@ Handle& as_handle(void* handle) {
 
 }  // namespace
 
-const char* list(const Problems& problems) {
+const char* list(GetProblems problems) {
   thread_local std::string text;
   try {
-    text = problems_json(problems);
+    text = problems_json(problems());
   } catch (const std::exception& e) {
     g_message = std::string("tut_race_list: ") + e.what();
     text = "null";
@@ -50,8 +50,9 @@ const char* list(const Problems& problems) {
   return text.c_str();
 }
 
-int open(const Problems& problems, const char* problem, long long n, const char* version, void** handle) {
+int open(GetProblems get, const char* problem, long long n, const char* version, void** handle) {
   return guarded("tut_race_open", [&] {
+    const Problems& problems = get();
     if (handle == nullptr) throw std::invalid_argument("no place for the handle");
     *handle = nullptr;
     const std::string p_name = problem ? problem : "", v_name = version ? version : "";

@@ -119,7 +119,10 @@ class RaceModule:
 
     def problems(self):
         """{problem: {version name: kind}}"""
-        return {p["problem"]: {v["name"]: v["kind"] for v in p["versions"]} for p in json.loads(self.lib.tut_race_list())}
+        listed = json.loads(self.lib.tut_race_list())
+        if listed is None:
+            raise RuntimeError(self.error())
+        return {p["problem"]: {v["name"]: v["kind"] for v in p["versions"]} for p in listed}
 
     def error(self):
         return self.lib.tut_race_error().decode()

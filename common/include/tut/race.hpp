@@ -38,9 +38,10 @@
 namespace tut::race {
 
 using Problems = std::vector<ProblemEntry>;
+using GetProblems = const Problems& (*)();  // called inside each function's guard: it may throw
 
-const char* list(const Problems& problems);
-int open(const Problems& problems, const char* problem, long long n, const char* version, void** handle);
+const char* list(GetProblems problems);
+int open(GetProblems problems, const char* problem, long long n, const char* version, void** handle);
 int before(void* handle, void* stream);
 int launch(void* handle, void* stream);
 int check(void* handle);
@@ -59,9 +60,9 @@ const char* error();
   }                                                                                                             \
   }                                                                                                             \
   extern "C" {                                                                                                  \
-  const char* tut_race_list() { return tut::race::list(tut_race_problems()); }                                  \
+  const char* tut_race_list() { return tut::race::list(&tut_race_problems); }                                   \
   int tut_race_open(const char* problem, long long n, const char* version, void** handle) {                     \
-    return tut::race::open(tut_race_problems(), problem, n, version, handle);                                   \
+    return tut::race::open(&tut_race_problems, problem, n, version, handle);                                    \
   }                                                                                                             \
   int tut_race_before(void* handle, void* stream) { return tut::race::before(handle, stream); }                 \
   int tut_race_launch(void* handle, void* stream) { return tut::race::launch(handle, stream); }                 \
