@@ -8,7 +8,11 @@ Every chapter README holds generated sections between markers, filled from its r
     <!-- ceiling:begin --> ... <!-- ceiling:end -->   each GPU's copy-ceiling candidates
     <!-- sweep:begin --> ... <!-- sweep:end -->       the size-sweep plots (<gpu>.sweep.png)
 and the root README holds the chapter list between <!-- chapters:begin --> and <!-- chapters:end -->.
-Nothing between markers is written by hand.
+Nothing between markers is written by hand. A lesson that quotes a tool's text output instead puts
+    <!-- quote: results/FILE -->
+on the line before the fenced block, and --check proves every line of the block is a line of that
+file, in the file's order ("..." stands for lines left out): a rerun that changes the file makes
+the quote fail until the lesson follows it.
 
   results_table.py --check DIR      exit 1 if DIR/README.md (or the root README) is stale (a test)
   results_table.py --update         rewrite every README's generated sections
@@ -21,6 +25,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -252,6 +257,42 @@ def targets(only=None):
     return out
 
 
+QUOTE = re.compile(r"^\s*<!-- quote: (\S+) -->\s*$")
+
+
+def quote_errors(readme):
+    """What is wrong with the README's quotes of result files (see the module's docstring)."""
+    with open(readme, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    errors, where = [], os.path.relpath(readme, ROOT)
+    for k, line in enumerate(lines):
+        m = QUOTE.match(line)
+        if not m:
+            continue
+        source = os.path.join(os.path.dirname(readme), m.group(1))
+        if not os.path.isfile(source):
+            errors.append(f"{where}:{k + 1}: quotes {m.group(1)}, which does not exist")
+            continue
+        if k + 1 >= len(lines) or not lines[k + 1].strip().startswith("```"):
+            errors.append(f"{where}:{k + 1}: a quote marker must stand on the line before a fenced block")
+            continue
+        with open(source, encoding="utf-8") as fh:
+            have = [x.rstrip() for x in fh.read().splitlines()]
+        pos = 0
+        for j in range(k + 2, len(lines)):
+            text = lines[j].rstrip()
+            if text.strip().startswith("```"):
+                break
+            if text.strip() in ("", "..."):
+                continue
+            try:
+                pos = have.index(text, pos) + 1
+            except ValueError:
+                errors.append(f"{where}:{j + 1}: not a line of {m.group(1)} (after the lines quoted before it): {text}")
+                break
+    return errors
+
+
 def regenerate(update, only=None):
     stale = []
     for path, make in targets(only):
@@ -332,6 +373,12 @@ def main():
             ap.error(f"{args.action} needs the results folder")
         return summary(args.results) if args.action == "summary" else publish(args.results)
     stale = regenerate(update=args.update, only=args.check)
+    quotes = [e for readme, _ in targets(args.check) for e in quote_errors(readme)]
+    for e in quotes:
+        print(e)
+    if quotes:
+        print("a lesson quotes result files that say otherwise: update the quoted blocks")
+        return 1
     if stale:
         print("stale generated tables in: " + ", ".join(stale))
         print("run: ./tutorial publish (or python3 common/tools/results_table.py --update)")
