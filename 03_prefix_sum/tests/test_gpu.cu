@@ -30,7 +30,8 @@ std::vector<tut::Case> segmented_cases() {
 
 std::vector<tut::Case> device_cases() {
   std::vector<tut::Case> cases;
-  // Around v6's tiles (4096) and v7's (16384), and enough tiles for look-backs of several steps.
+  // Around v6's tiles (4096) and v7's (V7Config::tile, 28672), and enough tiles for look-backs of
+  // several steps.
   const std::int64_t v7_tile = ch03::V7Config::tile;
   std::vector<std::int64_t> sizes = {0,           1,           31,          33,          1000,
                                      kTile - 1,   kTile,       kTile + 1,   v7_tile - 1, v7_tile + 1,
