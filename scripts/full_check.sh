@@ -23,8 +23,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-# meson test's --suite arguments for this chapter's tests of one suite ("" for all of them), and the
-# chapter as the tools' argument.
+# meson test's --suite argument for one suite ("" for all) of --chapter's tests, or of every chapter's.
 suite() { [ -n "$chapter" ] && echo "--suite $chapter${1:+:$1}" || { [ -n "$1" ] && echo "--suite $1"; }; }
 logs="$build/check-logs"
 mkdir -p "$logs"

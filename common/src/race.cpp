@@ -41,12 +41,11 @@ Handle& as_handle(void* handle) {
 
 const char* list(GetProblems problems) {
   thread_local std::string text;
-  try {
-    text = problems_json(problems());
-  } catch (const std::exception& e) {
-    g_message = std::string("tut_race_list: ") + e.what();
+  if (guarded("tut_race_list", [&] {
+        text = problems_json(problems());
+        return 0;
+      }) != 0)
     text = "null";
-  }
   return text.c_str();
 }
 

@@ -91,10 +91,10 @@ def peers_of(chapter):
     return None if module is None else module.PEERS
 
 
-def ours_of(chapter):
-    """The chapter's OURS: problem -> the version that races that problem's peers in one process."""
-    module = spec_of(chapter)
-    return {} if module is None else getattr(module, "OURS", {})
+def ours_of(spec):
+    """OURS of a chapter's torch_peers.py: problem -> the version that races that problem's peers
+    in one process."""
+    return getattr(spec, "OURS", {})
 
 
 class RaceModule:
@@ -155,8 +155,9 @@ class RaceModule:
 
 
 def check_race(chapter, path, launch):
-    module = RaceModule(path)
-    listed, peers, ours = module.problems(), peers_of(chapter) or {}, ours_of(chapter)
+    module, spec = RaceModule(path), spec_of(chapter)
+    listed = module.problems()
+    peers, ours = (spec.PEERS, ours_of(spec)) if spec else ({}, {})
     errors = [f"{problem} has peers but no version of ours to race them (OURS)" for problem in peers if problem not in ours]
     for problem, version in ours.items():
         kind = listed.get(problem, {}).get(version)
@@ -200,23 +201,26 @@ def check_race(chapter, path, launch):
 
 
 def race(torch, module, problem, n, version, peer_run, rounds=RACE_ROUNDS):
-    """Our `version` against peer_run() in this process, in alternating rounds; None where ours is
-    not correct (the row says why)."""
+    """Our `version` against peer_run() in this process, in alternating rounds. Where ours fails its
+    check, only the version and the verdict."""
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     handle = module.open(problem, n, version)
     try:
         verdict = module.check(handle)
         if verdict != "pass":
             return {"version": version, "check": verdict}
-        ours = lambda: module.launch(handle, stream)  # noqa: E731
-        before = lambda: module.before(handle, stream)  # noqa: E731
         ours_ms, peer_ms = [], []
+
+        def time_peer():
+            peer_ms.append(time_ms(torch, peer_run, warmup=3, reps=RACE_REPS)[0])
+
+        def time_ours():
+            ours_ms.append(time_ms(torch, lambda: module.launch(handle, stream), warmup=3, reps=RACE_REPS,
+                                   before=lambda: module.before(handle, stream))[0])
+
         for r in range(rounds):
-            for who in ((0, 1) if r % 2 == 0 else (1, 0)):
-                if who == 0:
-                    peer_ms.append(time_ms(torch, peer_run, warmup=3, reps=RACE_REPS)[0])
-                else:
-                    ours_ms.append(time_ms(torch, ours, warmup=3, reps=RACE_REPS, before=before)[0])
+            for timed in ((time_peer, time_ours) if r % 2 == 0 else (time_ours, time_peer)):
+                timed()
         torch.cuda.synchronize()
         verdict = module.check(handle)  # the timed launches left nothing behind that breaks it
     finally:
@@ -265,10 +269,10 @@ def main():
     names = args.chapters or [c.name for c in chapters.existing()]
     failed = False  # one of our versions was wrong, or could not run, in the race
     for ch in names:
-        peers = peers_of(ch)
-        if peers is None:
+        spec = spec_of(ch)
+        if spec is None:
             continue
-        ours, module = ours_of(ch), None
+        peers, ours, module = spec.PEERS, ours_of(spec), None
         if ours:
             path = RaceModule.path(args.build, ch)
             if os.path.isfile(path):

@@ -4,14 +4,14 @@
 // between the bench and the PyTorch script), which is as large as the gaps a chapter's last step
 // is about; in one process, with the two timed in alternating rounds, that noise cancels.
 //
-// A chapter builds it as a shared module from three lines (race.cu):
+// A chapter builds it as a shared module from three lines (race.cu), linked with problems.cu:
 //   #include "tut/race.hpp"
-//   #include "versions.cuh"
+//   #include "problems.hpp"
 //   TUT_RACE_LIBRARY(ch01::problems)
 // and common/tools/torch_peers.py loads it with ctypes. The interface, all `extern "C"`:
 //
 //   const char* tut_race_list()          the problems and versions, as JSON (what
-//                                        bench --list-json prints); needs no GPU
+//                                        bench --list-json prints), or "null"; needs no GPU
 //   int  tut_race_open(problem, n, version, void** handle)
 //                                        builds the case of n elements (n < 0: the problem's
 //                                        default case), its inputs as the bench fills them
@@ -32,7 +32,6 @@
 
 #include "tut/problem.hpp"
 
-#include <functional>
 #include <vector>
 
 namespace tut::race {
