@@ -295,7 +295,10 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
   const RunResult& h = rows.front();
   const double floor_ms = ceiling_.GBps > 0 ? h.floor.bytes / (ceiling_.GBps * 1e9) * 1e3 : 0;
   std::cout << "\n" << h.problem << " [" << h.dtype << "]  " << h.c.name;
-  for (const auto& [k, v] : h.c.params.items()) std::cout << " " << k << "=" << to_string(v);
+  for (const auto& [k, v] : h.c.params.items()) {
+    const std::string kv = k + "=" + to_string(v);
+    if (h.c.name.find(kv) == std::string::npos) std::cout << " " << kv;  // unless the name says it
+  }
   std::cout << "  floor: " << fmt("%.3f", h.floor.bytes / 1e9) << " GB";
   if (h.floor.flops) std::cout << ", " << fmt("%.3f", h.floor.flops / 1e9) << " GFLOP";
   std::cout << " -> " << fmt("%.4f", floor_ms) << " ms at the copy ceiling\n";

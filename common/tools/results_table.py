@@ -114,7 +114,7 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
         runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
         h = runs[0]
         floor_ms = h["bytes"] / (doc["copy_ceiling_GBps"] * 1e9) * 1e3
-        params = "".join(f", {k}={v}" for k, v in h.get("params", {}).items())
+        params = "".join(f", {k}={v}" for k, v in h.get("params", {}).items() if f"{k}={v}" not in case)
         parts.append(f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "
                      f"{floor_ms:.4f} ms at the copy ceiling.\n\n")
         parts.append("| version | kind | ms median [min–max] | GB/s | of copy | vs first | regs | check |\n")
