@@ -216,8 +216,8 @@ def headline(folder):
             item = f"`{p}` {run['fraction_of_copy']:.2f} of copy (`{run['version']}`"
             race = (peers.get(p) or {}).get("race") or {}
             if "speed_ratio" in race:
-                item += (f"; `{race['version']}` at {race['speed_ratio']:.3f}× the speed of `{peers[p]['version']}` "
-                         "in one process")
+                who = "" if race["version"] == run["version"] else f" `{race['version']}` at"
+                item += f";{who} {race['speed_ratio']:.3f}× the speed of `{peers[p]['version']}` in one process"
             elif p in peers:
                 item += f"; best peer `{peers[p]['version']}` at {run['GBps'] / peers[p]['GBps']:.2f}× its GB/s"
             items.append(item + ")")
