@@ -1,4 +1,4 @@
-// EXERCISE (chapter 01), part 2: three numeric questions. Replace each -1 with your answer; with
+// EXERCISE (chapter 01), part 2: four numeric questions. Replace each -1 with your answer; with
 // -Dexercises=true, tests/test_cpu.cu checks them. Work them out from the lesson, not by running.
 #pragma once
 
@@ -14,5 +14,9 @@ inline constexpr long long kV2Blocks = -1;
 // 3. v3's half multiply loads one 16-byte pack of x and one of y before its first store. At 2048
 //    resident threads per SM, how many KiB does one SM have in flight?
 inline constexpr long long kV3HalfKiBPerSm = -1;
+
+// 4. block_size caps an SM at 1024 resident threads. How many KiB does one SM then have in flight
+//    in v4's ReLU (one 16-byte pack per thread), if every resident thread waits on its load?
+inline constexpr long long kReluCappedKiBPerSm = -1;
 
 }  // namespace exercise

@@ -37,12 +37,14 @@ TEST_CASE("mul_ref: the correctly rounded half product") {
 #include "exercises/answers.hpp"
 #include "versions.cuh"
 
-TEST_CASE("exercise: the three numeric answers") {
+TEST_CASE("exercise: the four numeric answers") {
   CHECK_MESSAGE(exercise::kMulBytesPerElement ==
                     static_cast<long long>(ch01::mul_problem().floor(tut::flat_case(1)).bytes),
                 "question 1: count each input read and the output written");
   CHECK_MESSAGE(exercise::kV2Blocks == tut::ew::waves_grid_size(std::int64_t{1} << 28, 256, 132, 2048),
                 "question 2: SMs x (threads per SM / block size) x waves, capped by the work");
   CHECK_MESSAGE(exercise::kV3HalfKiBPerSm == 2048 * 2 * 16 / 1024, "question 3: threads x bytes in flight per thread");
+  CHECK_MESSAGE(exercise::kReluCappedKiBPerSm == 1024 * 16 / 1024,
+                "question 4: the capped threads x the one 16-byte pack each has in flight");
 }
 #endif
