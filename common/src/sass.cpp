@@ -229,6 +229,15 @@ int bytes_before_store(const std::vector<SassInstruction>& body) {
 int load_bytes_before_first_store(const SassKernel& k) {
   int best = bytes_before_store(k.code);  // from the kernel's entry
   for (const auto& body : loops(k)) best = std::max(best, bytes_before_store(body));
+  // From the start of every other path: the code after an unpredicated EXIT or BRA is reached only
+  // by a jump, as a kernel's main path is when a tail path comes first in the listing.
+  for (std::size_t i = 0; i + 1 < k.code.size(); ++i) {
+    const auto& op = k.code[i];
+    const bool predicated = op.text.compare(0, 1, "@") == 0;
+    const bool jump = op.opcode == "BRA" || op.opcode == "BRA.U";  // not BRA.DIV, which may fall through
+    if (!predicated && (op.opcode == "EXIT" || jump))
+      best = std::max(best, bytes_before_store({k.code.begin() + static_cast<std::ptrdiff_t>(i) + 1, k.code.end()}));
+  }
   return best;
 }
 

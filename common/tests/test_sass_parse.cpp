@@ -76,7 +76,7 @@ TEST_CASE("same_code compares instructions and operands, not names") {
   CHECK_FALSE(tut::same_code(a[0], b[0]));
 }
 
-TEST_CASE("bytes before the first store: the loop where they are most, or the whole kernel") {
+TEST_CASE("bytes before the first store: the loop or path where they are most, or the whole kernel") {
   const auto k = tut::parse_sass(R"sass(
 		Function : unrolled
         /*0000*/                   S2R R0, SR_TID.X ;
@@ -101,11 +101,23 @@ TEST_CASE("bytes before the first store: the loop where they are most, or the wh
         /*0010*/                   LDG.E.U16 R5, desc[UR4][R6.64] ;
         /*0020*/                   STG.E.U16 desc[UR4][R8.64], R4 ;
         /*0030*/                   EXIT ;
+		Function : tail_first
+        /*0000*/              @!P0 BRA 0x50 ;
+        /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;
+        /*0020*/                   STG.E desc[UR4][R6.64], R4 ;
+        /*0030*/               @P1 EXIT ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0060*/                   LDG.E.128 R8, desc[UR4][R10.64] ;
+        /*0070*/                   BRA.DIV UR6, 0x90 ;
+        /*0080*/                   STG.E.128 desc[UR4][R6.64], R4 ;
+        /*0090*/                   EXIT ;
 )sass");
-  REQUIRE(k.size() == 3);
+  REQUIRE(k.size() == 4);
   CHECK(tut::load_bytes_before_first_store(k[0]) == 32);
   CHECK(tut::load_bytes_before_first_store(k[1]) == 12);  // the main loop, not the remainder loop
   CHECK(tut::load_bytes_before_first_store(k[2]) == 4);
+  CHECK(tut::load_bytes_before_first_store(k[3]) == 32);  // the main path after the tail's EXIT
   CHECK(tut::loops(k[1]).size() == 2);
   CHECK(tut::main_loop(k[1], "LDG").size() == 5);
   CHECK(tut::main_loop(k[2], "LDG").empty());
