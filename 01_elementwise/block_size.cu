@@ -14,12 +14,12 @@
 //
 // results/<gpu>.block_size.txt is this table (the lesson, after v4, reads it). The counters the lesson
 // quotes come from one launch per configuration, appended to one CSV:
-//   ncu --profile-from-start off --clock-control none --csv --print-units base --metrics \
-//     gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__occupancy_limit_shared_mem,\
-//     launch__occupancy_limit_warps,dram__throughput.avg.pct_of_peak_sustained_elapsed,\
-//     sm__warps_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,\
-//     sm__cycles_active.avg,smsp__warps_launched.sum \
+//   ncu --profile-from-start off --clock-control none --csv --print-units base --metrics M
 //     block_size --profile --problem P --threads T --cap C >> results/<gpu>.block_size_ncu.csv
+// where M is gpu__time_duration.sum, launch__grid_size, launch__block_size,
+// launch__occupancy_limit_shared_mem, launch__occupancy_limit_warps,
+// dram__throughput.avg.pct_of_peak_sustained_elapsed, sm__warps_active.avg.pct_of_peak_sustained_active,
+// sm__warps_active.avg.per_cycle_active, sm__cycles_active.avg and smsp__warps_launched.sum, joined by commas.
 // torch.mul's row: the same ncu command over a Python process that runs torch.mul(a, b, out=o) on
 // 2^28 halves once to warm up, then once between torch.cuda.cudart().cudaProfilerStart() and Stop().
 // block_size_ncu.py turns the CSV into results/<gpu>.block_size_ncu.txt.
