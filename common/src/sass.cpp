@@ -216,27 +216,25 @@ std::vector<SassInstruction> main_loop(const SassKernel& k, std::string_view opc
 }
 
 namespace {
-int bytes_before_store(const std::vector<SassInstruction>& body) {
+using Code = std::vector<SassInstruction>;
+
+int bytes_before_store(Code::const_iterator first, Code::const_iterator last) {
   int bytes = 0;
-  for (const auto& i : body) {
-    if (is_op(i.opcode, "STG")) break;
-    if (is_op(i.opcode, "LDG")) bytes += access_bits(i.opcode) / 8;
-  }
+  for (; first != last && !is_op(first->opcode, "STG"); ++first)
+    if (is_op(first->opcode, "LDG")) bytes += access_bits(first->opcode) / 8;
   return bytes;
 }
 }  // namespace
 
 int load_bytes_before_first_store(const SassKernel& k) {
-  int best = bytes_before_store(k.code);  // from the kernel's entry
-  for (const auto& body : loops(k)) best = std::max(best, bytes_before_store(body));
+  int best = bytes_before_store(k.code.begin(), k.code.end());  // from the kernel's entry
+  for (const auto& body : loops(k)) best = std::max(best, bytes_before_store(body.begin(), body.end()));
   // From the start of every other path: the code after an unpredicated EXIT or BRA is reached only
   // by a jump, as a kernel's main path is when a tail path comes first in the listing.
-  for (std::size_t i = 0; i + 1 < k.code.size(); ++i) {
-    const auto& op = k.code[i];
-    const bool predicated = op.text.compare(0, 1, "@") == 0;
-    const bool jump = op.opcode == "BRA" || op.opcode == "BRA.U";  // not BRA.DIV, which may fall through
-    if (!predicated && (op.opcode == "EXIT" || jump))
-      best = std::max(best, bytes_before_store({k.code.begin() + static_cast<std::ptrdiff_t>(i) + 1, k.code.end()}));
+  for (auto op = k.code.begin(); op != k.code.end(); ++op) {
+    const bool predicated = op->text.compare(0, 1, "@") == 0;
+    const bool jump = op->opcode == "BRA" || op->opcode == "BRA.U";  // not BRA.DIV, which may fall through
+    if (!predicated && (op->opcode == "EXIT" || jump)) best = std::max(best, bytes_before_store(op + 1, k.code.end()));
   }
   return best;
 }
