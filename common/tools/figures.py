@@ -29,7 +29,8 @@ The expression
     and a line has "text" and "num", the whitespace-separated tokens that are numbers (a trailing
     x or % dropped), in order.
   - <!-- fig-let: NAME = REFERENCE --> anywhere in the README names a reference: $NAME, and
-    $NAME.more.path, stand for it in every fig comment of that README.
+    $NAME.more.path, stand for it in every fig comment of that README. NAME = EXPRESSION names a
+    value: $NAME stands for the expression's value.
 
 The printed number may carry thousands separators (1,048,576), an exponent (1.075e9), and a '%' or
 'x' or '×' right after it. A percentage is written as one: `... * 100`.
@@ -180,9 +181,9 @@ def split_outside_quotes(s, sep):
 
 
 class Parser:
-    def __init__(self, text, results, lets, cache):
+    def __init__(self, text, results, lets, cache, busy=frozenset()):
         self.s, self.i = text, 0
-        self.results, self.lets, self.cache = results, lets, cache
+        self.results, self.lets, self.cache, self.busy = results, lets, cache, busy
         self.file = None
 
     def error(self, msg):
@@ -245,10 +246,15 @@ class Parser:
             if not m or m.group() not in self.lets:
                 self.error("no such fig-let name")
             self.i = m.end()
-            file, path = self.lets[m.group()]
+            name, (file, path) = m.group(), self.lets[m.group()]
+            if file is None:  # a named expression
+                if name in self.busy:
+                    self.error(f"${name} refers to itself")
+                sub = Parser(path, self.results, self.lets, self.cache, self.busy | {name})
+                return sub.parse()
             self.file = file
-            obj = self.walk(read_file(file, self.cache), path, f"${m.group()}")
-            return self.path(obj, f"${m.group()}", first=False)
+            obj = self.walk(read_file(file, self.cache), path, f"${name}")
+            return self.path(obj, f"${name}", first=False)
         m = FILE.match(self.s, self.i)
         if m:
             self.file = os.path.normpath(os.path.join(self.results, m.group()))
@@ -303,6 +309,24 @@ class Parser:
 
 # ---- the README -----------------------------------------------------------------------------------
 
+def path_end(s, i):
+    """Where the path that starts at s[i] ends: names, dots and [selectors], nothing else."""
+    while i < len(s):
+        if s[i] == "[":
+            quoted = False
+            while i < len(s) and (quoted or s[i] != "]"):
+                quoted ^= s[i] == '"'
+                i += 1
+            i += 1
+        elif s[i] == '"':
+            i = s.find('"', i + 1) + 1 or len(s)
+        elif s[i] == "." or s[i].isalnum() or s[i] == "_":
+            i += 1
+        else:
+            return i
+    return len(s)
+
+
 def lets_of(text, results):
     lets, errors = {}, []
     for m in COMMENT.finditer(text):
@@ -310,14 +334,16 @@ def lets_of(text, results):
             continue
         line = text.count("\n", 0, m.start()) + 1
         name, eq, ref = m.group(2).partition("=")
-        name = name.strip()
-        fm = FILE.match(ref.strip() + " ")
-        if not eq or not NAME.fullmatch(name) or not fm:
-            errors.append((line, "fig-let must read NAME = FILE PATH"))
+        name, ref = name.strip(), " ".join(ref.split())
+        fm = FILE.match(ref + " ")
+        if not eq or not NAME.fullmatch(name) or not ref:
+            errors.append((line, "fig-let must read NAME = FILE PATH, or NAME = EXPRESSION"))
         elif name in lets:
             errors.append((line, f"${name} is defined twice"))
+        elif fm and path_end(ref, fm.end() + 1) == len(ref):
+            lets[name] = (os.path.normpath(os.path.join(results, fm.group())), ref[fm.end():].strip())
         else:
-            lets[name] = (os.path.normpath(os.path.join(results, fm.group())), ref.strip()[fm.end():].strip())
+            lets[name] = (None, ref)
     return lets, errors
 
 

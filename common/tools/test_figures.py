@@ -122,6 +122,11 @@ def test_names_and_layout():
             "Text 0.930<!-- fig: $v7.ms_median / $cub.ms_median --> and, over two lines,\n"
             "0.930<!-- fig: $v7.ms_median /\n     $cub.ms_median --> again.\n")
     check(errors(body) == [], body)
+    check(errors("<!-- fig-let: ratio = 100 * ($v7.ms_median / $cub.ms_median) -->\n"
+                 "<!-- fig-let: v7 = gpu.json runs[problem=scan_i32,case=n=16777216,version=v7] -->\n"
+                 "<!-- fig-let: cub = gpu.json runs[problem=scan_i32,case=n=16777216,version=cub] -->\n"
+                 "93.0<!-- fig: $ratio --> %, 7.0<!-- fig: 100 - $ratio --> % less\n") == [], "a named expression")
+    check(len(errors("<!-- fig-let: a = 1 + $a -->\n1<!-- fig: $a -->\n")) == 1, "a name that uses itself")
     figs = figures(lesson(body))
     check([f[0] for f in figs] == [3, 4], figs)
     check(len(errors("no number<!-- fig: 1 -->\n")) == 1, "a comment after no number")
