@@ -23,7 +23,8 @@ The expression
                                    the one list element whose fields have these values
                                    (a value runs to the next ',' or ']', or is "quoted";
                                    numbers compare as numbers); none or several is an error
-        line["v5_coarsened_vector"] the one element whose text contains this text
+        line["v5_coarsened_vector"] the one element whose text contains this text, starting
+                                   where a token starts; runs of spaces count as one
   - a .json file is read as it is; a .csv file as {"rows": [one object per row]}; a .txt file as
     {"para": [...], "line": [...]}, where a para (lines between blank lines) has "text" and "line",
     and a line has "text" and "num", the whitespace-separated tokens that are numbers (a trailing
@@ -135,8 +136,11 @@ def select(items, sel, where):
         return items[k]
     conds = split_outside_quotes(sel, ",")
     if len(conds) == 1 and "=" not in outside_quotes(conds[0]):
-        text = unquote(conds[0])
-        found = [x for x in items if text in (x.get("text", "") if isinstance(x, dict) else str(x))]
+        # whitespace runs count as one space, and the text must start where a token starts
+        # ("8 strided" matches "8     strided ..." but not "128   strided ...")
+        pattern = re.compile(r"(?:^|\s)" + re.escape(" ".join(unquote(conds[0]).split())))
+        found = [x for x in items
+                 if pattern.search(" ".join((x.get("text", "") if isinstance(x, dict) else str(x)).split()))]
     else:
         pairs = []
         for c in conds:

@@ -112,6 +112,10 @@ def test_csv_and_text():
     ]
     for body in ok:
         check(errors(body + "\n") == [], body)
+    check(errors('0.901<!-- fig: gpu.timeline.txt line["<16,  2, 0, 1, false, 8,   false>"].num[0] -->\n') == [],
+          "runs of spaces count as one")
+    errs = errors('1<!-- fig: gpu.timeline.txt line["6, 2, 0"].num[0] -->\n')
+    check(len(errs) == 1 and "0 elements match" in errs[0], "a text must start where a token starts")
     errs = errors("1<!-- fig: gpu.timeline.txt line[v5_coarsened_vector].num[1] -->\n")
     check(len(errs) == 1 and "2 elements match" in errs[0], errs)
 
