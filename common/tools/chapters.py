@@ -6,7 +6,7 @@ import re
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-Chapter = namedtuple("Chapter", "name blurb path")
+Chapter = namedtuple("Chapter", "name blurb path headline")
 
 
 def all_chapters():
@@ -16,8 +16,10 @@ def all_chapters():
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            name, _, blurb = line.partition("|")
-            out.append(Chapter(name.strip(), blurb.strip(), os.path.join(ROOT, name.strip())))
+            fields = [f.strip() for f in line.split("|")]
+            name, blurb = fields[0], fields[1] if len(fields) > 1 else ""
+            headline = [p.strip() for p in fields[2].split(",") if p.strip()] if len(fields) > 2 else []
+            out.append(Chapter(name, blurb, os.path.join(ROOT, name), headline))
     return out
 
 
@@ -37,7 +39,7 @@ def write_results(build, chapter, gpu, suffix, doc):
     out_dir = os.path.join(os.path.abspath(build), "results", chapter)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, slug(gpu) + suffix)
-    full = {"schema_version": 2, "chapter": chapter, "gpu": gpu,
+    full = {"schema_version": 3, "chapter": chapter, "gpu": gpu,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **doc}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(full, f, indent=2)
