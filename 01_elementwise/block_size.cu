@@ -152,9 +152,10 @@ int main(int argc, char** argv) {
   }
   try {
     const tut::DeviceInfo dev = tut::query_device();
-    tut::InputArray<float> x(n, 11, tut::InputSpec::uniform(-1, 1));
+    auto x = tut::random_input<float>(n, 11, tut::InputSpec::uniform(-1, 1));
     tut::DeviceBuffer<float> y(static_cast<std::size_t>(n)), y_v4(static_cast<std::size_t>(n));
-    tut::InputArray<__half> a(n, 12, tut::InputSpec::uniform(-4, 4)), b(n, 13, tut::InputSpec::uniform(-4, 4));
+    auto a = tut::random_input<__half>(n, 12, tut::InputSpec::uniform(-4, 4));
+    auto b = tut::random_input<__half>(n, 13, tut::InputSpec::uniform(-4, 4));
     tut::DeviceBuffer<__half> z(static_cast<std::size_t>(n)), z_v4(static_cast<std::size_t>(n));
     // v4 itself (256 threads, through launch_tiles' alignment check) writes the expected outputs.
     TUT_CUDA(tut::ew::launch_tiles(tut::ew::SimpleFactory<ch01::Relu>{}, nullptr, n, y_v4.data(), x.data()));

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   try {
     const tut::DeviceInfo dev = tut::query_device();
     const std::int64_t n_pack = n / 4, tiles = n_pack / kThreads;
-    tut::InputArray<float> x(n, 11, tut::InputSpec::uniform(-1, 1));
+    auto x = tut::random_input<float>(n, 11, tut::InputSpec::uniform(-1, 1));
     tut::DeviceBuffer<float> y(static_cast<std::size_t>(n)), expected(static_cast<std::size_t>(n));
     const auto* px = reinterpret_cast<const float4*>(x.data());
     int per_sm = 0;

@@ -1,5 +1,5 @@
 """What a PyTorch user would call instead of this chapter's kernels (common/tools/torch_peers.py
-times them). PEERS: problem -> (n, bytes per element of the floor, [(name, setup)])."""
+times them, on each problem's default case). PEERS: problem -> [(name, setup(case, torch))]."""
 
 
 def _inputs(torch, n, dtype, count):
@@ -36,9 +36,9 @@ def mul(n, torch):
 
 
 PEERS = {
-    "relu_f32": (1 << 28, 8, [("torch.relu", lambda n, t: relu(n, t, "relu")),
-                              ("torch.clamp_min(out=)", lambda n, t: relu(n, t, "clamp_min"))]),
-    "mul_f16": (1 << 28, 6, [("torch.mul(out=)", mul)]),
+    "relu_f32": [("torch.relu", lambda c, t: relu(c.numel, t, "relu")),
+                 ("torch.clamp_min(out=)", lambda c, t: relu(c.numel, t, "clamp_min"))],
+    "mul_f16": [("torch.mul(out=)", lambda c, t: mul(c.numel, t))],
 }
 
 # The version that races each problem's peers in one process (common/tools/torch_peers.py): the top

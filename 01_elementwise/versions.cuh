@@ -28,7 +28,7 @@ using MulInstance = tut::ElementwiseInstance<__half, __half, __half>;
 inline const tut::Problem<ReluInstance>& relu_problem() {
   static const auto problem = [] {
     auto p = tut::elementwise_problem<float, float>("relu_f32", "y = max(x, 0) on float32, NaN-propagating",
-                                                     &relu_ref, 8, 1, tut::Rule::bitwise());
+                                                     &relu_ref, {"x", "y"}, 1, tut::Rule::bitwise());
     const auto version = [](const char* name, const char* summary, ReluInstance::Launch launch, const void* kernel) {
       return tut::elementwise_version<float, float>(name, summary, launch, {kernel});
     };
@@ -59,8 +59,8 @@ inline const tut::Problem<ReluInstance>& relu_problem() {
 // The product reads 2 + 2 bytes and writes 2 per element, rounded once: exactly __hmul.
 inline const tut::Problem<MulInstance>& mul_problem() {
   static const auto problem = [] {
-    auto p = tut::elementwise_problem<__half, __half, __half>("mul_f16", "z = x * y on half", &mul_ref, 6, 1,
-                                                              tut::Rule::exact());
+    auto p = tut::elementwise_problem<__half, __half, __half>("mul_f16", "z = x * y on half", &mul_ref,
+                                                              {"x", "y", "z"}, 1, tut::Rule::exact());
     const auto version = [](const char* name, const char* summary, MulInstance::Launch launch, const void* kernel) {
       return tut::elementwise_version<__half, __half, __half>(name, summary, launch, {kernel});
     };

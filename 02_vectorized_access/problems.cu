@@ -1,9 +1,10 @@
-#include "problems.hpp"
-
+// Chapter 02's problems, in the order the benchmark runs them: what common builds the benchmark and
+// the race module from (tut/chapter.hpp). The ladders are compiled here, once.
+#include "tut/chapter.hpp"
 #include "versions.cuh"
 
-std::vector<tut::ProblemEntry> ch02::problems() {
-  return {tut::erase(copy_problem()),
-          tut::erase(mul_problem()),
-          tut::erase(fma_problem())};
+const tut::Chapter& tut::chapter() {
+  static const Chapter c{"02_vectorized_access", "Vectorized access: int32 copies, half multiplies, half a*x + y",
+                         {erase(ch02::copy_problem()), erase(ch02::mul_problem()), erase(ch02::fma_problem())}};
+  return c;
 }

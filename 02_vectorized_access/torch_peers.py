@@ -1,5 +1,5 @@
 """What a PyTorch user would call instead of this chapter's kernels (common/tools/torch_peers.py
-times them). PEERS: problem -> (n, bytes per element of the floor, [(name, setup)])."""
+times them, on each problem's default case). PEERS: problem -> [(name, setup(case, torch))]."""
 
 
 def _halves(torch, n, count):
@@ -38,9 +38,9 @@ def fma(n, torch):
 
 
 PEERS = {
-    "copy_i32": (1 << 28, 8, [("Tensor.copy_", copy)]),
-    "mul_f16": (1 << 28, 6, [("torch.mul(out=)", mul)]),
-    "fma_f16": (1 << 28, 8, [("torch.addcmul(out=)", fma)]),
+    "copy_i32": [("Tensor.copy_", lambda c, t: copy(c.numel, t))],
+    "mul_f16": [("torch.mul(out=)", lambda c, t: mul(c.numel, t))],
+    "fma_f16": [("torch.addcmul(out=)", lambda c, t: fma(c.numel, t))],
 }
 
 

@@ -53,8 +53,9 @@ const void* generic_tiles_kernel() {
 // int32 copies of every bit pattern, compared bit for bit.
 inline const tut::Problem<CopyInstance>& copy_problem() {
   static const auto problem = [] {
-    auto p = tut::elementwise_problem<std::int32_t, std::int32_t>("copy_i32", "out = in on int32", &copy_ref, 8, 0,
-                                                                  tut::Rule::bitwise(), tut::InputSpec::bits());
+    auto p = tut::elementwise_problem<std::int32_t, std::int32_t>("copy_i32", "out = in on int32", &copy_ref,
+                                                                  {"in", "out"}, 0, tut::Rule::bitwise(),
+                                                                  tut::InputSpec::bits());
     const auto version = [](const char* name, const char* summary, CopyInstance::Launch launch, const void* kernel,
                             bool any_alignment) {
       return tut::elementwise_version<std::int32_t, std::int32_t>(name, summary, launch, {kernel}, any_alignment);
@@ -84,8 +85,8 @@ inline const tut::Problem<CopyInstance>& copy_problem() {
 
 inline const tut::Problem<MulInstance>& mul_problem() {
   static const auto problem = [] {
-    auto p = tut::elementwise_problem<__half, __half, __half>("mul_f16", "z = x * y on half", &mul_ref, 6, 1,
-                                                              tut::Rule::exact());
+    auto p = tut::elementwise_problem<__half, __half, __half>("mul_f16", "z = x * y on half", &mul_ref,
+                                                              {"x", "y", "z"}, 1, tut::Rule::exact());
     const auto version = [](const char* name, const char* summary, MulInstance::Launch launch, const void* kernel,
                             bool any_alignment) {
       return tut::elementwise_version<__half, __half, __half>(name, summary, launch, {kernel}, any_alignment);
@@ -116,7 +117,8 @@ inline const tut::Problem<MulInstance>& mul_problem() {
 inline const tut::Problem<FmaInstance>& fma_problem() {
   static const auto problem = [] {
     auto p = tut::elementwise_problem<__half, __half, __half, __half>("fma_f16", "z = a * x + y on half, one rounding",
-                                                                      &fma_ref, 8, 2, tut::Rule::exact());
+                                                                      &fma_ref, {"a", "x", "y", "z"}, 2,
+                                                                      tut::Rule::exact());
     p.versions = {
         tut::elementwise_version<__half, __half, __half, __half>(
             "generic", "reference row: the generic template (packs + __hfma2)", &generic<Fma, __half, __half, __half>,

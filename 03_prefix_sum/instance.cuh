@@ -1,5 +1,5 @@
 // One case of a chapter 03 problem on the device: the input x, the output y, and the CPU
-// reference (reference.hpp), computed on the first check and kept for the next.
+// reference (reference.hpp), computed before the first check and kept for the next.
 //
 // A segmented case carries its segment length as the parameter "segment"; a device-wide scan is
 // one segment as long as the array. The reference of a multi-gigabyte case is computed on every
@@ -25,13 +25,14 @@ inline constexpr std::int64_t kDefaultSegment = 1024;
 template <class T>
 class ScanInstance : public tut::Instance {
  public:
-  // `segmented`: the case's "segment" parameter (default 1024) applies; otherwise one segment.
+  // `segmented`: the case's "segment" parameter applies; otherwise one segment.
   ScanInstance(const tut::Case& c, const tut::InstanceOptions& o, bool segmented, bool exclusive, tut::InputSpec spec)
-      : n_(c.numel()),
-        segment_(segmented ? segment_param(c) : std::max<std::int64_t>(1, c.numel())),
+      : Instance(o),
+        n_(c.numel()),
+        segment_(segmented ? c.params.get<std::int64_t>("segment") : std::max<std::int64_t>(1, c.numel())),
         exclusive_(exclusive),
-        x_(n_, o.seed, spec, o.input_offset(0)),
-        y_("y", n_, tut::Rule::exact(), o.output_offset(0)) {}
+        x_(input<T>("x", n_, spec)),
+        y_(output<T>("y", n_, tut::Rule::exact()).expect([this](std::int64_t i) { return ref_[static_cast<std::size_t>(i)]; })) {}
 
   std::int64_t n() const { return n_; }
   std::int64_t segment() const { return segment_; }
@@ -40,29 +41,15 @@ class ScanInstance : public tut::Instance {
   T* y() { return y_.data(); }
   const T* y() const { return y_.data(); }
 
-  void poison(cudaStream_t stream) override { y_.poison(stream); }
-  tut::CheckResult check() override {
-    const std::vector<T>& ref = reference();
-    tut::CheckResult r;
-    r.add(y_.name(), y_.check([&](std::int64_t i) { return ref[static_cast<std::size_t>(i)]; }));
-    return r;
-  }
-  std::size_t working_set() const override { return x_.bytes() + y_.bytes(); }
-  std::vector<tut::OutputView> output_views() const override {
-    return {tut::OutputView{y_.name(), y_.data(), y_.bytes(), y_.rule()}};
-  }
-
   const std::vector<T>& reference() {
     if (static_cast<std::int64_t>(ref_.size()) != n_) compute_reference();
     return ref_;
   }
 
- private:
-  static std::int64_t segment_param(const tut::Case& c) {
-    const tut::ParamValue* v = c.params.find("segment");
-    return v ? std::get<std::int64_t>(*v) : kDefaultSegment;
-  }
+ protected:
+  void prepare_reference() override { reference(); }
 
+ private:
   void compute_reference() {
     ref_.assign(static_cast<std::size_t>(n_), T{});
     T* out = ref_.data();
@@ -102,8 +89,8 @@ class ScanInstance : public tut::Instance {
 
   std::int64_t n_, segment_;
   bool exclusive_;
-  tut::InputArray<T> x_;
-  tut::OutputArray<T> y_;
+  tut::Array<T>& x_;
+  tut::Array<T>& y_;
   std::vector<T> ref_;
 };
 

@@ -1,14 +1,12 @@
-#include "problems.hpp"
-
+// Chapter 03's problems, in the order the benchmark runs them: what common builds the benchmark and
+// the race module from (tut/chapter.hpp). The ladders are compiled here, once.
+#include "tut/chapter.hpp"
 #include "versions.cuh"
 
-std::vector<tut::ProblemEntry> ch03::problems() {
-  return {tut::erase(segscan_problem<int>()),
-          tut::erase(segscan_problem<float>()),
-          tut::erase(scan_problem<int>()),
-          tut::erase(exclusive_scan_problem<int>()),
-          tut::erase(scan_problem<float>()),
-          tut::erase(exclusive_scan_problem<float>())};
+const tut::Chapter& tut::chapter() {
+  static const Chapter c{"03_prefix_sum", "Prefix sums: block-wise scans, and device-wide scans against CUB",
+                         {erase(ch03::segscan_problem<int>()), erase(ch03::segscan_problem<float>()),
+                          erase(ch03::scan_problem<int>()), erase(ch03::exclusive_scan_problem<int>()),
+                          erase(ch03::scan_problem<float>()), erase(ch03::exclusive_scan_problem<float>())}};
+  return c;
 }
-
-void ch03::set_segment(std::int64_t segment) { segment_option() = segment; }

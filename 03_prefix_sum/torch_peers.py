@@ -1,5 +1,5 @@
 """What a PyTorch user would call instead of this chapter's device-wide scans (common/tools/torch_peers.py
-times them). PEERS: problem -> (n, bytes per element of the floor, [(name, setup)]).
+times them, on each problem's default case). PEERS: problem -> [(name, setup(case, torch))].
 
 torch.cumsum is inclusive; PyTorch has no exclusive prefix sum, so the exclusive problems have no
 peer row. The inputs are whole numbers, as in the chapter (int32 in [-1000, 1000], float32 in
@@ -26,8 +26,8 @@ def cumsum(n, torch, dtype, lo, hi):
 
 
 PEERS = {
-    "scan_i32": (1 << 28, 8, [("torch.cumsum(dtype=int32)", lambda n, t: cumsum(n, t, t.int32, -1000, 1000))]),
-    "scan_f32": (1 << 28, 8, [("torch.cumsum", lambda n, t: cumsum(n, t, t.float32, -8, 8))]),
+    "scan_i32": [("torch.cumsum(dtype=int32)", lambda c, t: cumsum(c.numel, t, t.int32, -1000, 1000))],
+    "scan_f32": [("torch.cumsum", lambda c, t: cumsum(c.numel, t, t.float32, -8, 8))],
 }
 
 

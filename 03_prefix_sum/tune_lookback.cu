@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     const tut::DeviceInfo dev = tut::query_device();
     if (show_timeline) {
       const std::int64_t n = std::int64_t{1} << 28;
-      tut::InputArray<int> x(n, 7, tut::InputSpec::uniform(-1000, 1000));
+      auto x = tut::random_input<int>(n, 7, tut::InputSpec::uniform(-1000, 1000));
       tut::DeviceBuffer<int> expected(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
       const std::size_t cub_bytes = ch03::cub_scan_scratch_bytes<int>(n, false);
       tut::DeviceBuffer<unsigned char> cub_scratch(cub_bytes);
@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
     std::vector<double> cub_ms(powers.size());
     for (std::size_t k = 0; k < powers.size(); ++k) {
       const std::int64_t n = std::int64_t{1} << powers[k];
-      tut::InputArray<int> x(n, 7, tut::InputSpec::uniform(-1000, 1000));
+      auto x = tut::random_input<int>(n, 7, tut::InputSpec::uniform(-1000, 1000));
       tut::DeviceBuffer<int> expected(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(n));
       tut::TimingOptions opt;
       opt.reps = reps;

@@ -40,15 +40,11 @@ tut::InputSpec input_spec() {
   else return tut::InputSpec::whole_numbers(-8, 8);
 }
 
+// A block-wise case: n elements in segments of `segment`, named "n=<n> segment=<segment>".
 inline tut::Case segmented_case(std::int64_t n, std::int64_t segment) {
-  return {"n=" + std::to_string(n) + " segment=" + std::to_string(segment), {n},
-          tut::Params{}.set("segment", segment)};
-}
-
-// The segment for --n without a case: --segment (bench.cu sets it), else 1024.
-inline std::int64_t& segment_option() {
-  static std::int64_t segment = kDefaultSegment;
-  return segment;
+  check_segmented(n, segment);
+  const auto params = tut::Params{}.set("segment", segment);
+  return {tut::case_name({n}, params), {n}, params};
 }
 
 template <class T>
@@ -58,23 +54,22 @@ tut::Problem<ScanInstance<T>> base_problem(std::string name, std::string descrip
   p.name = std::move(name);
   p.description = std::move(description);
   p.dtype = tut::dtype_name<T>();
-  for (std::int64_t n : tut::elementwise_suite_sizes())
-    p.suite.push_back(segmented ? segmented_case(n, kDefaultSegment) : tut::flat_case(n));
-  p.default_case = p.suite.back();  // 2^28
-  p.case_for_shape = [segmented](const std::vector<std::int64_t>& shape) {
-    const tut::Case flat = tut::elementwise_case(shape);  // one dimension, 1 <= n <= 2^36
-    if (!segmented) return flat;
-    check_segmented(flat.numel(), segment_option());
-    return segmented_case(flat.numel(), segment_option());
+  if (segmented)
+    p.params = {{"segment", kDefaultSegment, "elements per segment, each scanned alone (1 to 1024)", {}}};
+  p.case_for = [segmented](const std::vector<std::int64_t>& shape, const tut::Params& params) {
+    const tut::Case flat = tut::elementwise_case(shape, params);  // one dimension, 1 <= n <= 2^36
+    if (segmented) check_segmented(flat.numel(), params.get<std::int64_t>("segment"));
+    return flat;
   };
+  tut::flat_cases(p, segmented ? tut::Params{}.set("segment", kDefaultSegment) : tut::Params{});
   p.floor = [](const tut::Case& c) {
     const auto n = static_cast<std::uint64_t>(c.numel());
-    return tut::Floor{2 * n * sizeof(T), n};  // read x once, write y once; one addition each
+    return tut::Floor{2 * n * sizeof(T), n, {}};  // read x once, write y once; one addition each
   };
   p.make = [segmented, exclusive](const tut::Case& c, const tut::InstanceOptions& o) {
     // Special values (NaN, ±inf) in a device-wide scan make every later sum NaN or inf, which would
     // hide the rest; the block-wise problems take them (each segment starts clean).
-    const bool specials = o.specials && segmented && !std::is_integral_v<T>;
+    const bool specials = segmented && !std::is_integral_v<T>;
     return std::make_unique<ScanInstance<T>>(c, o, segmented, exclusive, input_spec<T>().with_specials(specials));
   };
   return p;
@@ -87,7 +82,7 @@ tut::Version<ScanInstance<T>> segmented_version(std::string name, std::string su
   tut::Version<ScanInstance<T>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
-  v.launch = [launch](ScanInstance<T>& i, tut::Scratch&, cudaStream_t s) { launch(s, i.n(), i.segment(), i.y(), i.x()); };
+  v.launch = [launch](ScanInstance<T>& i, tut::Workspace&, cudaStream_t s) { launch(s, i.n(), i.segment(), i.y(), i.x()); };
   v.kernels = std::move(kernels);
   v.kind = kind;
   return v;
@@ -104,7 +99,7 @@ tut::Version<ScanInstance<T>> device_version(std::string name, std::string summa
   tut::Version<ScanInstance<T>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
-  v.launch = [launch](ScanInstance<T>& i, tut::Scratch& s, cudaStream_t st) {
+  v.launch = [launch](ScanInstance<T>& i, tut::Workspace& s, cudaStream_t st) {
     launch(st, i.n(), i.exclusive(), i.y(), i.x(), s.data(), s.bytes());
   };
   v.scratch_bytes = std::move(scratch);

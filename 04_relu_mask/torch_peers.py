@@ -1,10 +1,10 @@
 """What a PyTorch user would call instead of this chapter's kernels (common/tools/torch_peers.py
-times them). PEERS: problem -> (n, bytes per element of the floor, [(name, setup)]).
+times them, on each problem's default case). PEERS: problem -> [(name, setup(case, torch))].
 
-The bytes per element are the problem's floor, the bitmask strategy's (8 + 4/32 for a float32
-ReLU forward or backward), so each peer row's GB/s is on the same scale as the chapter's rows of
-that problem. torch.relu writes no mask at all; threshold_backward reads y (12 bytes per element)
-where the bitmask versions read 1/8 byte."""
+Each peer row's GB/s counts the problem's floor, the bitmask strategy's bytes (8 + 4/32 per element
+for a float32 ReLU forward or backward, from the chapter's C++ problem), so it is on the same scale
+as the chapter's rows of that problem. torch.relu writes no mask at all; threshold_backward reads y
+(12 bytes per element) where the bitmask versions read 1/8 byte."""
 
 
 def _inputs(torch, n, dtype, count):
@@ -46,19 +46,13 @@ def threshold_backward(n, torch, dtype):
     return run, lambda: _verdict(torch, run(), ref)
 
 
-def _bytes(streams, size):
-    return streams * size + 4 / 32
-
-
 PEERS = {
-    "relu_mask_f32": (1 << 28, _bytes(2, 4), [("torch.relu", lambda n, t: relu(n, t, t.float32))]),
-    "relu_backward_f32": (1 << 28, _bytes(2, 4),
-                          [("aten.threshold_backward", lambda n, t: threshold_backward(n, t, t.float32))]),
-    "add_relu_mask_f32": (1 << 28, _bytes(3, 4), [("torch.add + relu_", lambda n, t: add_relu(n, t, t.float32))]),
-    "relu_mask_f16": (1 << 28, _bytes(2, 2), [("torch.relu", lambda n, t: relu(n, t, t.float16))]),
-    "relu_backward_f16": (1 << 28, _bytes(2, 2),
-                          [("aten.threshold_backward", lambda n, t: threshold_backward(n, t, t.float16))]),
-    "add_relu_mask_f16": (1 << 28, _bytes(3, 2), [("torch.add + relu_", lambda n, t: add_relu(n, t, t.float16))]),
+    "relu_mask_f32": [("torch.relu", lambda c, t: relu(c.numel, t, t.float32))],
+    "relu_backward_f32": [("aten.threshold_backward", lambda c, t: threshold_backward(c.numel, t, t.float32))],
+    "add_relu_mask_f32": [("torch.add + relu_", lambda c, t: add_relu(c.numel, t, t.float32))],
+    "relu_mask_f16": [("torch.relu", lambda c, t: relu(c.numel, t, t.float16))],
+    "relu_backward_f16": [("aten.threshold_backward", lambda c, t: threshold_backward(c.numel, t, t.float16))],
+    "add_relu_mask_f16": [("torch.add + relu_", lambda c, t: add_relu(c.numel, t, t.float16))],
 }
 
 

@@ -38,8 +38,9 @@ using ForwardLaunch = void (*)(cudaStream_t, const ForwardArgs<T>&);
 template <class T>
 using BackwardLaunch = void (*)(cudaStream_t, const BackwardArgs<T>&);
 
-// A forward version: `format` is the mask it writes, declared to the instance before each launch
-// so the check compares that one.
+// Which mask a forward version writes, beside y: the bitmask or v0's byte mask.
+enum class MaskFormat { bits, bytes };
+
 template <class T, bool kAdd>
 tut::Version<ForwardInstance<T, kAdd>> forward_version(std::string name, std::string summary, MaskFormat format,
                                                        ForwardLaunch<T, kAdd> launch, std::vector<const void*> kernels,
@@ -47,22 +48,22 @@ tut::Version<ForwardInstance<T, kAdd>> forward_version(std::string name, std::st
   tut::Version<ForwardInstance<T, kAdd>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
-  v.launch = [format, launch](ForwardInstance<T, kAdd>& inst, tut::Scratch&, cudaStream_t s) {
-    inst.declare(format);
-    launch(s, inst.args());
-  };
+  v.launch = [launch](ForwardInstance<T, kAdd>& inst, tut::Workspace&, cudaStream_t s) { launch(s, inst.args()); };
+  v.writes = {"y", format == MaskFormat::bits ? "mask" : "byte_mask"};
   v.kernels = std::move(kernels);
   v.kind = kind;
   return v;
 }
 
+// A backward version reads dy and `record`: y, byte_mask or mask.
 template <class T>
-tut::Version<BackwardInstance<T>> backward_version(std::string name, std::string summary, BackwardLaunch<T> launch,
-                                                   std::vector<const void*> kernels) {
+tut::Version<BackwardInstance<T>> backward_version(std::string name, std::string summary, std::string record,
+                                                   BackwardLaunch<T> launch, std::vector<const void*> kernels) {
   tut::Version<BackwardInstance<T>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
-  v.launch = [launch](BackwardInstance<T>& inst, tut::Scratch&, cudaStream_t s) { launch(s, inst.args()); };
+  v.launch = [launch](BackwardInstance<T>& inst, tut::Workspace&, cudaStream_t s) { launch(s, inst.args()); };
+  v.reads = {"dy", std::move(record)};
   v.kernels = std::move(kernels);
   return v;
 }
@@ -72,7 +73,16 @@ template <class T>
 tut::Floor bitmask_floor(std::int64_t n, int streams, int flops_per_element) {
   const auto un = static_cast<std::uint64_t>(n);
   return {un * streams * sizeof(T) + static_cast<std::uint64_t>(tut::bitmask::word_count(n)) * sizeof(Word),
-          un * static_cast<std::uint64_t>(flops_per_element)};
+          un * static_cast<std::uint64_t>(flops_per_element), {}};
+}
+
+template <class Inst>
+void flat_problem(tut::Problem<Inst>& p) {
+  p.case_for = [](const std::vector<std::int64_t>& shape, const tut::Params& params) {
+    return tut::elementwise_case(shape, params);
+  };
+  tut::flat_cases(p);
+  p.make = [](const tut::Case& c, const tut::InstanceOptions& o) { return std::make_unique<Inst>(c, o); };
 }
 
 template <class T, bool kAdd>
@@ -84,12 +94,9 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
   p.description = kAdd ? "y = relu(x + r) and its mask (bit set where x + r > 0 or NaN) on " + dt
                        : "y = relu(x) and its mask (bit set where x > 0 or NaN) on " + dt;
   p.dtype = dt;
-  p.default_case = tut::flat_case(tut::kDefaultElements);
-  for (std::int64_t n : tut::elementwise_suite_sizes()) p.suite.push_back(tut::flat_case(n));
-  p.case_for_shape = &tut::elementwise_case;
+  flat_problem(p);
   // x (and r) read, y written, plus the words; a compare and a select (and the add) per element.
   p.floor = [](const tut::Case& c) { return bitmask_floor<T>(c.numel(), kAdd ? 3 : 2, kAdd ? 2 : 1); };
-  p.make = [](const tut::Case& c, const tut::InstanceOptions& o) { return std::make_unique<Inst>(c, o); };
   const auto v2_kernel = TUT_KERNEL(fwd_v2_warp_ballot_kernel<256, T, kAdd>);
   p.versions = {
       forward_version<T, kAdd>("v0_two_kernels", "relu kernel + byte-mask kernel (x read twice, 1 B of mask per element)",
@@ -103,6 +110,19 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                MaskFormat::bits, &fwd_v3_ballot_vectorized<T, kAdd>,
                                {TUT_KERNEL(fwd_v3_ballot_vectorized_kernel<256, T, kAdd>)}),
   };
+#if TUT_EXERCISES
+  if constexpr (kAdd && std::is_same_v<T, float>)
+    p.versions.push_back(forward_version<float, true>("ex_add_relu_ballot", "exercise: your ballot AddReLU forward",
+                                                      MaskFormat::bits, &exercise::add_relu_ballot,
+                                                      {TUT_KERNEL(exercise::add_relu_ballot_kernel)}, tut::Kind::exercise));
+#endif
+  return p;
+}
+
+// Each forward problem, built once.
+template <class T, bool kAdd>
+const tut::Problem<ForwardInstance<T, kAdd>>& forward() {
+  static const auto p = forward_problem<T, kAdd>();
   return p;
 }
 
@@ -114,57 +134,39 @@ tut::Problem<BackwardInstance<T>> backward_problem() {
   p.name = "relu_backward_" + dt;
   p.description = "dx = dy where the forward kept x, else 0, on " + dt + " (floor: dy and the bitmask read)";
   p.dtype = dt;
-  p.default_case = tut::flat_case(tut::kDefaultElements);
-  for (std::int64_t n : tut::elementwise_suite_sizes()) p.suite.push_back(tut::flat_case(n));
-  p.case_for_shape = &tut::elementwise_case;
+  flat_problem(p);
   p.floor = [](const tut::Case& c) { return bitmask_floor<T>(c.numel(), 2, 1); };
-  p.make = [](const tut::Case& c, const tut::InstanceOptions& o) { return std::make_unique<Inst>(c, o); };
+  // The record comes from ReLU's forward: y and the byte mask from v0, the bitmask from v1.
+  p.chain.forward = []() -> const tut::ProblemEntry& {
+    static const tut::ProblemEntry e = tut::erase(forward<T, false>());
+    return e;
+  };
+  p.chain.links = {{"y", "y"}, {"byte_mask", "byte_mask"}, {"mask", "mask"}};
   p.versions = {
-      backward_version<T>("v0_from_y", "reads dy and y (threshold_backward): 3 streams of n elements",
+      backward_version<T>("v0_from_y", "reads dy and y (threshold_backward): 3 streams of n elements", "y",
                           &bwd_v0_from_y<T>, {bwd_v0_kernel<T>()}),
-      backward_version<T>("v1_from_byte_mask", "reads dy and fwd v0's byte mask", &bwd_v1_from_byte_mask<T>,
+      backward_version<T>("v1_from_byte_mask", "reads dy and fwd v0's byte mask", "byte_mask", &bwd_v1_from_byte_mask<T>,
                           {bwd_v1_kernel<T>()}),
-      backward_version<T>("v2_from_bitmask", "reads dy and the words; an element per thread, waves grid",
+      backward_version<T>("v2_from_bitmask", "reads dy and the words; an element per thread, waves grid", "mask",
                           &bwd_v2_from_bitmask<T>, {TUT_KERNEL(bwd_v2_from_bitmask_kernel<256, T>)}),
       backward_version<T>("v3_from_bitmask_vectorized", "16-byte packs of dy, kPer bits of a word, a tile per block",
-                          &bwd_v3_from_bitmask_vectorized<T>,
+                          "mask", &bwd_v3_from_bitmask_vectorized<T>,
                           {TUT_KERNEL(bwd_v3_from_bitmask_vectorized_kernel<256, T>)}),
   };
   return p;
 }
 
-inline const tut::Problem<ForwardInstance<float, false>>& relu_mask_f32() {
-  static const auto p = forward_problem<float, false>();
+template <class T>
+const tut::Problem<BackwardInstance<T>>& backward() {
+  static const auto p = backward_problem<T>();
   return p;
 }
-inline const tut::Problem<ForwardInstance<__half, false>>& relu_mask_f16() {
-  static const auto p = forward_problem<__half, false>();
-  return p;
-}
-inline const tut::Problem<ForwardInstance<float, true>>& add_relu_mask_f32() {
-  static const auto p = [] {
-    auto q = forward_problem<float, true>();
-#if TUT_EXERCISES
-    q.versions.push_back(forward_version<float, true>("ex_add_relu_ballot", "exercise: your ballot AddReLU forward",
-                                                      MaskFormat::bits, &exercise::add_relu_ballot,
-                                                      {TUT_KERNEL(exercise::add_relu_ballot_kernel)},
-                                                      tut::Kind::exercise));
-#endif
-    return q;
-  }();
-  return p;
-}
-inline const tut::Problem<ForwardInstance<__half, true>>& add_relu_mask_f16() {
-  static const auto p = forward_problem<__half, true>();
-  return p;
-}
-inline const tut::Problem<BackwardInstance<float>>& relu_backward_f32() {
-  static const auto p = backward_problem<float>();
-  return p;
-}
-inline const tut::Problem<BackwardInstance<__half>>& relu_backward_f16() {
-  static const auto p = backward_problem<__half>();
-  return p;
-}
+
+inline const auto& relu_mask_f32() { return forward<float, false>(); }
+inline const auto& relu_mask_f16() { return forward<__half, false>(); }
+inline const auto& add_relu_mask_f32() { return forward<float, true>(); }
+inline const auto& add_relu_mask_f16() { return forward<__half, true>(); }
+inline const auto& relu_backward_f32() { return backward<float>(); }
+inline const auto& relu_backward_f16() { return backward<__half>(); }
 
 }  // namespace ch04

@@ -82,15 +82,22 @@ TEST_CASE("device-wide tiles and scratch: one flag per tile after the counter's 
   CHECK_THROWS_AS(ch03::check_scratch("v7", 10, 144), std::invalid_argument);
 }
 
-TEST_CASE("problems: cases, floors, and the segment parameter") {
-  const auto& seg = ch03::segscan_problem<int>();
+TEST_CASE("problems: cases, floors, and the segment parameter (--param segment=S)") {
+  const auto seg = tut::erase(ch03::segscan_problem<int>());
   CHECK(seg.default_case.numel() == (std::int64_t{1} << 28));
   CHECK(seg.default_case.params.get<std::int64_t>("segment") == 1024);
-  CHECK(seg.floor(tut::flat_case(1000)).bytes == 8000);
-  CHECK(seg.case_for_shape({5000}).params.get<std::int64_t>("segment") == ch03::segment_option());
-  CHECK_THROWS_AS(seg.case_for_shape({0}), std::invalid_argument);
-  const auto& scan = ch03::scan_problem<float>();
-  CHECK(scan.case_for_shape({5000}).params.empty());
+  CHECK(seg.floor(ch03::segmented_case(1000, 1024)).bytes == 8000);
+  CHECK(tut::make_case(seg, {5000}).params.get<std::int64_t>("segment") == 1024);
+  const auto c = tut::make_case(seg, {5000}, {{"segment", "256"}});
+  CHECK(c.name == "n=5000 segment=256");
+  CHECK(c.name == ch03::segmented_case(5000, 256).name);
+  CHECK_THROWS_WITH_AS(tut::make_case(seg, {5000}, {{"segment", "2048"}}), doctest::Contains("1 to 1024"),
+                       std::invalid_argument);
+  CHECK_THROWS_AS(tut::make_case(seg, {0}), std::invalid_argument);
+  const auto scan = tut::erase(ch03::scan_problem<float>());
+  CHECK(tut::make_case(scan, {5000}).params.empty());
+  CHECK_THROWS_WITH_AS(tut::make_case(scan, {5000}, {{"segment", "256"}}),
+                       doctest::Contains("has no parameter 'segment'"), std::invalid_argument);
   CHECK(ch03::exclusive_scan_problem<int>().name == "exclusive_scan_i32");
   CHECK(scan.versions.back().kind == tut::Kind::peer);
 }

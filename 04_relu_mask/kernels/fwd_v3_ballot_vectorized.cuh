@@ -1,7 +1,7 @@
 // fwd v3_ballot_vectorized: 16-byte packs. Each lane loads one pack of kPer = 16 / sizeof(T)
 // consecutive elements (4 floats, 8 halves), so a warp holds 32 * kPer elements, exactly kPer mask
 // words. kPer ballots, one per position in the pack, give the warp's bits; lanes 0 .. kPer-1 each
-// assemble one word (kernels/warp_mask.cuh: the bits of ballot k are every kPer-th element, so
+// assemble one word (tut/bitmask.cuh's word_from_ballots: the bits of ballot k are every kPer-th element, so
 // they are spread out and interleaved) and store it. The kPer word stores of a warp are
 // consecutive: one coalesced 16-byte (float) or 32-byte (half) request.
 //
@@ -21,7 +21,6 @@
 
 #include "kernels/fwd_v2_warp_ballot.cuh"
 #include "kernels/ops.cuh"
-#include "kernels/warp_mask.cuh"
 #include "tut/check.hpp"
 #include "tut/elementwise.cuh"
 
@@ -55,7 +54,7 @@ __global__ void __launch_bounds__(kBlock)
       ballots[k] = __ballot_sync(kFullWarp, kept(s));
     }
     *reinterpret_cast<Pack*>(y + first) = ys;
-    if (lane < kPer) mask[warp * kPer + lane] = word_from_ballots<kPer>(ballots, lane);
+    if (lane < kPer) mask[warp * kPer + lane] = tut::bitmask::word_from_ballots<kPer>(ballots, lane);
   } else if (warp == full) {
     // The partial chunk, if any: fewer than kChunk elements, starting at a word boundary.
     for (std::int64_t base = full * kChunk; base < n; base += 32) {

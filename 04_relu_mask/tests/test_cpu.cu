@@ -1,9 +1,7 @@
 // Host-only tests: the CPU reference and its NaN and zero policy, the mask format
-// (tut/bitmask.cuh), the ballot-to-word arithmetic of v3 (kernels/warp_mask.cuh), the floors, and
-// the launchers' argument checks. No GPU needed.
+// (tut/bitmask.cuh), the floors, and the launchers' argument checks. No GPU needed.
 #include <doctest/doctest.h>
 
-#include "kernels/warp_mask.cuh"
 #include "reference.hpp"
 #include "tut/bitmask.cuh"
 #include "tut/random.hpp"
@@ -145,33 +143,6 @@ TEST_CASE("a byte per 8 elements, stored in order, reads back as the words (litt
   CHECK(words == bm::reference(n, keep));
 }
 
-TEST_CASE("spread: bit i to bit kPer * i, equal to the plain loop for every field") {
-  for (std::uint32_t x = 0; x < 256; ++x) CHECK(ch04::spread<4>(x) == ch04::spread_loop<4>(x));
-  for (std::uint32_t x = 0; x < 16; ++x) CHECK(ch04::spread<8>(x) == ch04::spread_loop<8>(x));
-  for (std::uint32_t x = 0; x < 65536; x += 37) CHECK(ch04::spread<2>(x) == ch04::spread_loop<2>(x));
-  CHECK(ch04::spread<4>(0xffu) == 0x11111111u);
-  CHECK(ch04::spread<8>(0xfu) == 0x01010101u);
-}
-
-TEST_CASE("word_from_ballots: a warp's kPer ballots give the format's kPer words") {
-  // Simulate the warp of v3: lane t holds elements kPer*t .. kPer*t + kPer-1 of a 32*kPer chunk.
-  auto check = [](auto per_tag) {
-    constexpr int kPer = decltype(per_tag)::value;
-    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-      auto keep = [&](std::int64_t e) { return (tut::splitmix64(seed * 1000 + static_cast<std::uint64_t>(e)) & 1) != 0; };
-      std::uint32_t ballots[kPer] = {};
-      for (int k = 0; k < kPer; ++k)
-        for (int t = 0; t < 32; ++t)
-          if (keep(kPer * t + k)) ballots[k] |= 1u << t;
-      const auto ref = bm::reference(32 * kPer, keep);
-      for (int w = 0; w < kPer; ++w) CHECK(ch04::word_from_ballots<kPer>(ballots, w) == ref[w]);
-    }
-  };
-  check(std::integral_constant<int, 4>{});
-  check(std::integral_constant<int, 8>{});
-  check(std::integral_constant<int, 2>{});
-}
-
 TEST_CASE("floors: the bitmask strategy's bytes, the same for every version") {
   const std::int64_t n = std::int64_t{1} << 28;
   CHECK(ch04::relu_mask_f32().floor(tut::flat_case(n)).bytes == 8ull * n + 4ull * (n / 32));
@@ -194,8 +165,8 @@ TEST_CASE("every launcher rejects a negative n before touching the device") {
   CHECK_THROWS_AS(ch04::bwd_v1_from_byte_mask<__half>(nullptr, b), std::invalid_argument);
   CHECK_THROWS_AS(ch04::bwd_v2_from_bitmask<__half>(nullptr, b), std::invalid_argument);
   CHECK_THROWS_AS(ch04::bwd_v3_from_bitmask_vectorized<__half>(nullptr, b), std::invalid_argument);
-  CHECK_THROWS_AS(ch04::relu_mask_f32().case_for_shape({-3}), std::invalid_argument);
-  CHECK_THROWS_AS(ch04::relu_backward_f32().case_for_shape({0}), std::invalid_argument);
+  CHECK_THROWS_AS(ch04::relu_mask_f32().case_for({-3}, {}), std::invalid_argument);
+  CHECK_THROWS_AS(ch04::relu_backward_f32().case_for({0}, {}), std::invalid_argument);
 }
 
 #if TUT_EXERCISES

@@ -1,5 +1,7 @@
 #include "tut/bench.hpp"
 
+#include "json.hpp"
+
 #include "tut/check.hpp"
 #include "tut/random.hpp"
 
@@ -62,8 +64,7 @@ std::string regs_text(const std::vector<int>& regs) {
 }
 }  // namespace
 
-BenchApp::BenchApp(std::string chapter, std::string description)
-    : chapter_(std::move(chapter)), description_(std::move(description)), app_(description_, chapter_) {
+BenchApp::BenchApp(const Chapter& chapter) : chapter_(chapter), app_(chapter.description, chapter.name) {
   app_.option_defaults()->always_capture_default();
   app_.add_option("--problem", problem_sel_, "Problem to run (see --list), or 'all'");
   app_.add_option("--version", version_sel_, "Version to run (see --list), or 'all'");
@@ -73,7 +74,11 @@ BenchApp::BenchApp(std::string chapter, std::string description)
   auto* suite = app_.add_flag("--suite", suite_, "Run every case of each problem's built-in suite");
   c->excludes(s)->excludes(suite);
   s->excludes(suite);
-  app_.add_flag("--list", list_, "List the problems, their cases and versions, then exit");
+  app_.add_option("--param", param_text_,
+                  "key=value for the cases' parameters, repeatable: --param segment=256, --param kernel=3x3x3 "
+                  "(see --list for each problem's parameters and defaults)")
+      ->take_all();
+  app_.add_flag("--list", list_, "List the problems, their parameters, cases (with floors) and versions, then exit");
   app_.add_flag("--list-json", list_json_, "The same as JSON, for tools");
   app_.add_option("--reps", reps_, "Timed repetitions per version")->check(whole_number(1, 100000));
   app_.add_option("--warmup", warmup_, "Untimed launches before timing")->check(whole_number(0, 100000));
@@ -85,20 +90,41 @@ BenchApp::BenchApp(std::string chapter, std::string description)
   app_.add_flag("--no-check", no_check_, "Skip the comparisons with the CPU reference");
   app_.add_flag("--profile", profile_,
                 "One launch per version between cudaProfilerStart/Stop, nothing timed (for ncu --profile-from-start off)");
+  app_.add_option("--seed", seed_text_, "Seed for the random inputs (default: $TUT_SEED, else 20261121)");
+  const bool flat = std::all_of(chapter_.problems.begin(), chapter_.problems.end(),
+                                [](const ProblemEntry& p) { return p.default_case.shape.size() == 1; });
+  if (flat) {
+    auto* n = app_.add_option("--n", n_sel_, "Elements per array, such as 1000 or 2^28 (the same as --shape N)");
+    for (auto* other : {"--shape", "--case", "--suite"}) n->excludes(app_.get_option(other));
+  }
+}
+
+namespace {
+// Whether `path` can be written, tried before any timing: its folder is created if need be, and a
+// file that did not exist is removed again.
+std::string unwritable(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) return "cannot create the folder " + path.parent_path().string() + ": " + ec.message();
+  const bool existed = std::filesystem::exists(path, ec);
+  {
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) return "cannot write " + path.string();
+  }
+  if (!existed) std::filesystem::remove(path, ec);
+  return {};
+}
+}  // namespace
+
+std::vector<std::string> BenchApp::output_paths() const {
+  std::vector<std::string> out;
+  if (!json_path_.empty()) out.push_back(json_path_);
+  if (!results_dir_.empty()) out.push_back((std::filesystem::path(results_dir_) / ".write-probe.json").string());
+  return out;
 }
 
 std::optional<int> BenchApp::parse(int argc, char** argv) {
-  app_.name(std::filesystem::path(argc > 0 ? argv[0] : chapter_).filename().string());
-  const bool flat = std::all_of(problems_.begin(), problems_.end(),
-                                [](const ProblemEntry& p) { return p.default_case.shape.size() == 1; });
-  CLI::Option* n_opt = nullptr;
-  std::string n_text;
-  if (flat) {
-    n_opt = app_.add_option("--n", n_text, "Elements per array, such as 1000 or 2^28 (the same as --shape N)");
-    for (auto* other : {"--shape", "--case", "--suite"}) n_opt->excludes(app_.get_option(other));
-  }
-  std::string seed_text;
-  app_.add_option("--seed", seed_text, "Seed for the random inputs (default: $TUT_SEED, else 20261121)");
+  app_.name(std::filesystem::path(argc > 0 ? argv[0] : chapter_.name).filename().string());
   try {
     app_.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -112,51 +138,91 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     return 2;
   };
   try {
-    seed_ = seed_text.empty() ? test_seed() : parse_seed(seed_text.c_str());
+    seed_ = seed_text_.empty() ? test_seed() : parse_seed(seed_text_.c_str());
   } catch (const std::invalid_argument& e) {
     return fail(std::string("--seed: ") + e.what());
   }
-  if (!n_text.empty()) shape_sel_ = n_text;
-  if (list_json_) {
-    std::cout << problems_json(problems_) << "\n";
-    return 0;
+  if (!n_sel_.empty()) {
+    if (n_sel_.find('x') != std::string::npos)
+      return fail("--n takes one number of elements, such as 1000 or 2^28; '" + n_sel_ + "' is not one (--shape takes AxBxC)");
+    shape_sel_ = n_sel_;
   }
-  if (list_) {
-    for (const auto& p : problems_) {
-      std::cout << p.name << " [" << p.dtype << "]: " << p.description << "\n  default case: " << p.default_case.name
-                << "\n  suite:";
-      for (const auto& c : p.suite) std::cout << " " << c.name;
-      std::cout << "\n";
-      for (const auto& v : p.versions)
-        std::cout << "  " << pad(v.name, 22) << " " << pad(kind_name(v.kind), 8) << " " << v.summary << "\n";
-    }
+  for (const auto& kv : param_text_) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return fail("--param takes key=value, such as segment=256; got '" + kv + "'");
+    params_.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (list_json_ || list_) {
+    list(list_json_);
     return 0;
   }
   bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all", case_ok = case_sel_.empty();
   bool type_ok = type_sel_.empty();
-  for (const auto& p : problems_) {
+  std::vector<std::string> keys_taken;
+  for (const auto& p : chapter_.problems) {
     if (p.name == problem_sel_) problem_ok = true;
     if (p.dtype == type_sel_) type_ok = true;
     if (!wants(p)) continue;
     for (const auto& v : p.versions) version_ok = version_ok || v.name == version_sel_;
     for (const auto& c : p.suite) case_ok = case_ok || c.name == case_sel_;
-    if (!shape_sel_.empty()) {
-      try {
-        p.case_for_shape(parse_shape(shape_sel_));
-      } catch (const std::exception& e) {
-        return fail(std::string(flat ? "--n/--shape: " : "--shape: ") + e.what());
-      }
-    }
+    case_ok = case_ok || p.default_case.name == case_sel_;
+    for (const auto& s : p.params) keys_taken.push_back(s.key);
   }
-  if (!problem_ok) return fail("no problem '" + problem_sel_ + "' in " + chapter_ + " (see --list)");
-  if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_ + " (see --list)");
+  if (!problem_ok) return fail("no problem '" + problem_sel_ + "' in " + chapter_.name + " (see --list)");
+  if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_.name + " (see --list)");
   if (!version_ok) return fail("no version '" + version_sel_ + "' in the selected problems (see --list)");
   if (!case_ok) return fail("no case '" + case_sel_ + "' in the selected problems' suites (see --list)");
+  for (const auto& [k, v] : params_)
+    if (std::find(keys_taken.begin(), keys_taken.end(), k) == keys_taken.end())
+      return fail("--param " + k + "=" + v + ": no selected problem has a parameter '" + k + "' (see --list)");
+  for (const auto& p : chapter_.problems) {
+    if (!wants(p)) continue;
+    try {
+      cases_for(p);
+    } catch (const std::exception& e) {
+      const char* what = !shape_sel_.empty() ? (n_sel_.empty() ? "--shape: " : "--n: ") : "--param: ";
+      return fail(what + std::string(e.what()));
+    }
+  }
+  for (const auto& path : output_paths())
+    if (const std::string why = unwritable(path); !why.empty())
+      return fail((path == json_path_ ? "--json: " : "--results-dir: ") + why);
   if (!has_cuda_device()) {
-    std::cout << "no CUDA device: skipping the " << chapter_ << " benchmark\n";
+    std::cout << "no CUDA device: skipping the " << chapter_.name << " benchmark\n";
     return 77;
   }
   return std::nullopt;
+}
+
+void BenchApp::list(bool json) const {
+  if (json) {
+    std::cout << problems_json(chapter_.problems) << "\n";
+    return;
+  }
+  const auto floor_text = [](const Floor& f) {
+    std::string s = fmt("%.3f", f.bytes / 1e9) + " GB";
+    if (f.flops) s += ", " + fmt("%.3f", f.flops / 1e9) + " GFLOP";
+    for (const auto& [k, v] : f.models) s += "; " + k + " " + fmt("%.3f", v / 1e9) + " GB";
+    return s;
+  };
+  for (const auto& p : chapter_.problems) {
+    std::cout << p.name << " [" << p.dtype << "]: " << p.description << "\n";
+    for (const auto& s : p.params) {
+      std::cout << "  --param " << s.key << "=" << to_string(s.default_value) << "  " << s.help;
+      if (!s.choices.empty()) {
+        std::cout << " (";
+        for (std::size_t k = 0; k < s.choices.size(); ++k) std::cout << (k ? "|" : "") << s.choices[k];
+        std::cout << ")";
+      }
+      std::cout << "\n";
+    }
+    std::cout << "  default case: " << p.default_case.name << " [shape " << p.default_case.shape_text() << "]  floor "
+              << floor_text(p.floor(p.default_case)) << "\n  suite:\n";
+    for (const auto& c : p.suite)
+      std::cout << "    " << pad(c.name, 34) << " floor " << floor_text(p.floor(c)) << "\n";
+    for (const auto& v : p.versions)
+      std::cout << "  " << pad(v.name, 26) << " " << pad(kind_name(v.kind), 8) << " " << v.summary << "\n";
+  }
 }
 
 bool BenchApp::wants(const ProblemEntry& p) const {
@@ -165,18 +231,28 @@ bool BenchApp::wants(const ProblemEntry& p) const {
 bool BenchApp::wants(const VersionInfo& v) const { return version_sel_ == "all" || version_sel_ == v.name; }
 
 std::vector<Case> BenchApp::cases_for(const ProblemEntry& p) const {
-  if (suite_) return p.suite;
-  if (!case_sel_.empty()) {
+  std::vector<std::pair<std::string, std::string>> mine;  // the --param keys this problem takes
+  for (const auto& kv : params_)
+    if (std::any_of(p.params.begin(), p.params.end(), [&](const ParamSpec& s) { return s.key == kv.first; }))
+      mine.push_back(kv);
+  std::vector<Case> base;
+  if (suite_) {
+    base = p.suite;
+  } else if (!case_sel_.empty()) {
+    if (p.default_case.name == case_sel_) base = {p.default_case};
     for (const auto& c : p.suite)
-      if (c.name == case_sel_) return {c};
-    return {};
+      if (c.name == case_sel_ && base.empty()) base = {c};
+  } else if (!shape_sel_.empty()) {
+    return {make_case(p, parse_shape(shape_sel_), mine)};
+  } else {
+    base = {p.default_case};
   }
-  if (!shape_sel_.empty()) return {p.case_for_shape(parse_shape(shape_sel_))};
-  return {p.default_case};
+  for (auto& c : base) c = with_params(p, c, mine);
+  return base;
 }
 
 bool BenchApp::has_exercises() const {
-  for (const auto& p : problems_)
+  for (const auto& p : chapter_.problems)
     for (const auto& v : p.versions)
       if (v.kind == Kind::exercise) return true;
   return false;
@@ -186,8 +262,20 @@ int BenchApp::main(int argc, char** argv) {
   try {
     if (auto rc = parse(argc, argv)) return *rc;
     device_ = query_device();
-    if (!profile_) ceiling_ = measure_copy_ceiling();
+    if (!profile_) {
+      ceiling_ = measure_copy_ceiling();
+      compute_ = measure_compute_ceiling();
+    }
     return run();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int bench_main(int argc, char** argv) {
+  try {
+    return BenchApp(chapter()).main(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
@@ -217,7 +305,14 @@ RunResult BenchApp::run_version(const ProblemEntry& p, const Case& c, CaseSessio
   r.library = info.library;
   r.floor = p.floor(c);
   for (const void* k : info.kernels) r.regs.push_back(registers_per_thread(k));
-  const Trial t = session.trial(v);
+  Trial t;
+  try {
+    t = session.trial(v);
+  } catch (const Unsupported& e) {
+    r.check = "unsupported";
+    r.check_detail = e.what();
+    return r;
+  }
   const bool check = !no_check_;
   r.check = check ? "pass" : "skipped";
   auto verify = [&](const char* when, bool launch_first) {
@@ -231,7 +326,7 @@ RunResult BenchApp::run_version(const ProblemEntry& p, const Case& c, CaseSessio
   TimingOptions opt;
   opt.warmup = warmup_;
   opt.reps = reps_;
-  opt.flush_bytes = l2_mode_ == "flush" ? l2_flush_bytes(session.working_set(), device_.l2_bytes) : 0;
+  opt.flush_bytes = l2_mode_ == "flush" ? l2_flush_bytes(session.instance().working_set(), device_.l2_bytes) : 0;
   r.stats = time_kernel(t.launch, opt, nullptr, t.before);
   if (check) verify("after timing", false);  // the last timed launch's outputs
   const double s = r.stats.median * 1e-3;
@@ -244,14 +339,16 @@ RunResult BenchApp::run_version(const ProblemEntry& p, const Case& c, CaseSessio
 int BenchApp::run() {
   if (!profile_) print_header();
   std::vector<RunResult> results;
-  for (const auto& p : problems_) {
+  for (const auto& p : chapter_.problems) {
     if (!wants(p)) continue;
     for (const Case& c : cases_for(p)) {
       std::vector<std::size_t> selected;
       for (std::size_t v = 0; v < p.versions.size(); ++v)
         if (wants(p.versions[v])) selected.push_back(v);
       if (selected.empty()) continue;
-      const auto session = p.open(c, seed_);  // this case's buffers, freed at the end of the iteration
+      InstanceOptions opt;
+      opt.seed = seed_;
+      const auto session = p.open(c, opt);  // this case's buffers, freed at the end of the iteration
       std::vector<RunResult> rows;
       for (std::size_t v : selected) {
         if (profile_) {
@@ -259,9 +356,12 @@ int BenchApp::run() {
           continue;
         }
         RunResult r = run_version(p, c, *session, v);
-        r.baseline = rows.empty() ? r.version : rows.front().version;
-        const double first = rows.empty() ? r.stats.median : rows.front().stats.median;
-        r.speedup_vs_first = r.stats.median > 0 ? first / r.stats.median : 0;
+        const RunResult* first = nullptr;
+        for (const auto& row : rows)
+          if (!first && row.check != "unsupported") first = &row;
+        r.baseline = first ? first->version : r.version;
+        const double base = first ? first->stats.median : r.stats.median;
+        r.speedup_vs_first = r.stats.median > 0 ? base / r.stats.median : 0;
         if (r.check == "FAIL") std::cerr << p.name << " " << c.name << " " << r.version << ": check FAILED: " << r.check_detail << "\n";
         rows.push_back(std::move(r));
       }
@@ -277,7 +377,7 @@ int BenchApp::run() {
 }
 
 void BenchApp::print_header() const {
-  std::cout << "\n" << chapter_ << " on " << device_.name << " (" << device_.sm_count << " SMs, L2 "
+  std::cout << "\n" << chapter_.name << " on " << device_.name << " (" << device_.sm_count << " SMs, L2 "
             << device_.l2_bytes / (1 << 20) << " MiB, datasheet DRAM " << fmt("%.0f", device_.theoretical_dram_GBps())
             << " GB/s), commit " << build_commit() << ", seed " << seed_ << "\n";
   std::cout << "copy ceiling, measured now over " << ceiling_.bytes / (1 << 20) << " MiB read+written: "
@@ -287,6 +387,9 @@ void BenchApp::print_header() const {
               << c.name << "\n";
   std::cout << "  read-only stream " << fmt("%.1f", ceiling_.read_GBps) << " GB/s, write-only stream "
             << fmt("%.1f", ceiling_.write_GBps) << " GB/s\n"
+            << "FP32 FMA " << fmt("%.0f", compute_.fp32_fma_GFLOPs) << " GFLOP/s, FP16 HFMA2 "
+            << fmt("%.0f", compute_.fp16_hfma2_GFLOPs) << " GFLOP/s, SM clock " << fmt("%.0f", compute_.sm_clock_MHz)
+            << " MHz (measured now)\n"
             << warmup_ << " warm-up launches, " << reps_ << " timed repetitions, L2 " << l2_mode_ << "\n";
 }
 
@@ -301,7 +404,9 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
   }
   std::cout << "  floor: " << fmt("%.3f", h.floor.bytes / 1e9) << " GB";
   if (h.floor.flops) std::cout << ", " << fmt("%.3f", h.floor.flops / 1e9) << " GFLOP";
-  std::cout << " -> " << fmt("%.4f", floor_ms) << " ms at the copy ceiling\n";
+  std::cout << " -> " << fmt("%.4f", floor_ms) << " ms at the copy ceiling";
+  for (const auto& [k, v] : h.floor.models) std::cout << "; " << k << " model " << fmt("%.3f", v / 1e9) << " GB";
+  std::cout << "\n";
   std::size_t vw = 7, sw = 7;
   for (const auto& r : rows) {
     vw = std::max(vw, r.version.size());
@@ -312,6 +417,11 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
             << pad("vs first", 8, true) << "  check\n";
   for (const auto& r : rows) {
     const std::string summary = r.summary.size() > sw ? r.summary.substr(0, sw - 3) + "..." : r.summary;
+    if (r.check == "unsupported") {
+      std::cout << pad(r.version, vw) << "  " << pad(std::string(kind_name(r.kind)).substr(0, 4), 4) << "  "
+                << pad(summary, sw) << "  unsupported: " << r.check_detail << "\n";
+      continue;
+    }
     std::cout << pad(r.version, vw) << "  " << pad(std::string(kind_name(r.kind)).substr(0, 4), 4) << "  "
               << pad(summary, sw) << "  " << pad(regs_text(r.regs), 5, true) << "  "
               << pad(fmt("%.4f", r.stats.median) + " [" + fmt("%.4f", r.stats.min) + "-" + fmt("%.4f", r.stats.max) + "]", 28)
@@ -321,26 +431,14 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
   std::cout << std::flush;
 }
 
-namespace {
-nlohmann::json param_json(const ParamValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-  if (const auto* d = std::get_if<double>(&v)) return *d;
-  if (const auto* t = std::get_if<std::string>(&v)) return *t;
-  return std::get<std::vector<std::int64_t>>(v);
-}
-}  // namespace
-
 void BenchApp::write_json(const std::vector<RunResult>& results, const std::string& path) const {
   using nlohmann::json;
   json runs = json::array();
   for (const auto& r : results) {
-    json params = json::object();
-    for (const auto& [k, v] : r.c.params.items()) params[k] = param_json(v);
     json run = {{"problem", r.problem},
                 {"case", r.c.name},
-                {"size", r.c.name},
                 {"shape", r.c.shape},
-                {"params", params},
+                {"params", to_json(r.c.params)},
                 {"dtype", r.dtype},
                 {"version", r.version},
                 {"summary", r.summary},
@@ -356,9 +454,9 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
                 {"fraction_of_copy", r.fraction_of_copy},
                 {"speedup_vs_first", r.speedup_vs_first},
                 {"baseline", r.baseline},
-                {"regs", r.regs.empty() ? json(nullptr) : json(*std::max_element(r.regs.begin(), r.regs.end()))},
                 {"regs_per_kernel", r.regs},
                 {"check", r.check}};
+    if (!r.floor.models.empty()) run["models"] = to_json(r.floor)["models"];
     if (!r.library.empty()) run["library"] = r.library;
     if (!r.check_detail.empty()) run["check_detail"] = r.check_detail;
     runs.push_back(run);
@@ -371,15 +469,12 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json doc = {{"schema_version", 2},
-              {"chapter", chapter_},
+  json doc = {{"schema_version", 3},
+              {"chapter", chapter_.name},
               {"gpu", device_.name},
               {"commit", build_commit()},
               {"date", date},
               {"exercises", has_exercises()},
-              {"copy_ceiling_GBps", ceiling_.GBps},
-              {"copy_ceiling_bytes", ceiling_.bytes},
-              {"copy_ceiling_shape", ceiling_.shape},
               {"copy_ceiling",
                {{"GBps", ceiling_.GBps},
                 {"bytes", ceiling_.bytes},
@@ -389,6 +484,10 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
                 {"candidates", candidates},
                 {"read_only_GBps", ceiling_.read_GBps},
                 {"write_only_GBps", ceiling_.write_GBps}}},
+              {"compute_ceiling",
+               {{"fp32_fma_GFLOPs", compute_.fp32_fma_GFLOPs},
+                {"fp16_hfma2_GFLOPs", compute_.fp16_hfma2_GFLOPs},
+                {"sm_clock_MHz", compute_.sm_clock_MHz}}},
               {"device",
                {{"compute_capability", std::to_string(device_.cc_major) + "." + std::to_string(device_.cc_minor)},
                 {"sm_count", device_.sm_count},

@@ -5,6 +5,8 @@
 #include "tut/device.hpp"
 #include "tut/random.hpp"
 
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -236,6 +238,80 @@ CopyCeiling measure_copy_ceiling(int reps, std::size_t min_bytes) {
   }, TimingOptions{2, reps, 0});
   out.read_GBps = GBps_of(one_way, rd);
   out.write_GBps = GBps_of(one_way, wr);
+  return out;
+}
+
+namespace {
+constexpr int kChains = 8;  // independent accumulators per thread: enough to hide the FMA latency
+
+// Each thread runs kChains independent chains of a = a * b + c. b and c are kernel arguments, so
+// nothing folds; the result is stored only if it equals a value it never reaches, which the
+// compiler cannot know, so no chain is dead code.
+__global__ void fma_f32_chains(int iterations, float b, float c, float* __restrict__ sink,
+                               unsigned long long* __restrict__ clocks) {
+  long long t0 = 0, c0 = 0;
+  if (threadIdx.x == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    c0 = clock64();
+  }
+  float a[kChains];
+#pragma unroll
+  for (int k = 0; k < kChains; ++k) a[k] = static_cast<float>(threadIdx.x + k);
+#pragma unroll 16
+  for (int i = 0; i < iterations; ++i)
+#pragma unroll
+    for (int k = 0; k < kChains; ++k) a[k] = fmaf(a[k], b, c);
+  float s = 0;
+#pragma unroll
+  for (int k = 0; k < kChains; ++k) s += a[k];
+  if (s == -1.0f) sink[threadIdx.x] = s;
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    long long t1 = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    clocks[0] = static_cast<unsigned long long>(clock64() - c0);
+    clocks[1] = static_cast<unsigned long long>(t1 - t0);
+  }
+}
+
+__global__ void hfma2_chains(int iterations, __half2 b, __half2 c, __half2* __restrict__ sink) {
+  __half2 a[kChains];
+#pragma unroll
+  for (int k = 0; k < kChains; ++k) a[k] = __floats2half2_rn(threadIdx.x * 1e-3f, k * 1e-3f);
+#pragma unroll 16
+  for (int i = 0; i < iterations; ++i)
+#pragma unroll
+    for (int k = 0; k < kChains; ++k) a[k] = __hfma2(a[k], b, c);
+  __half2 s = a[0];
+#pragma unroll
+  for (int k = 1; k < kChains; ++k) s = __hadd2(s, a[k]);
+  if (__low2float(s) == -1.0f) sink[threadIdx.x] = s;
+}
+}  // namespace
+
+ComputeCeiling measure_compute_ceiling(int reps) {
+  const DeviceInfo d = query_device();
+  constexpr int block = 256, iterations = 1 << 14;
+  const unsigned grid = static_cast<unsigned>(d.sm_count * std::max(1, d.max_threads_per_sm / block) * 4);
+  const double threads = static_cast<double>(grid) * block;
+  DeviceBuffer<float> sink32(block);
+  DeviceBuffer<__half2> sink16(block);
+  DeviceBuffer<unsigned long long> clocks(2);
+  ComputeCeiling out;
+  out.fp32 = time_kernel([&](cudaStream_t s) {
+    fma_f32_chains<<<grid, block, 0, s>>>(iterations, 0.999f, 0.001f, sink32.data(), clocks.data());
+    TUT_CHECK_LAUNCH("fma_f32_chains");
+  }, TimingOptions{2, reps, 0});
+  out.fp16 = time_kernel([&](cudaStream_t s) {
+    hfma2_chains<<<grid, block, 0, s>>>(iterations, __floats2half2_rn(0.999f, 0.999f), __floats2half2_rn(1e-3f, 1e-3f),
+                                        sink16.data());
+    TUT_CHECK_LAUNCH("hfma2_chains");
+  }, TimingOptions{2, reps, 0});
+  const double flops32 = threads * iterations * kChains * 2.0, flops16 = flops32 * 2.0;
+  out.fp32_fma_GFLOPs = flops32 / (out.fp32.median * 1e-3) / 1e9;
+  out.fp16_hfma2_GFLOPs = flops16 / (out.fp16.median * 1e-3) / 1e9;
+  unsigned long long c[2] = {0, 0};
+  clocks.download(c, 2);
+  out.sm_clock_MHz = c[1] > 0 ? static_cast<double>(c[0]) / static_cast<double>(c[1]) * 1e3 : 0;
   return out;
 }
 

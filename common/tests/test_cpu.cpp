@@ -1,6 +1,8 @@
-// Host-only tests of common: verification, inputs, shapes and parameters, statistics, naming.
+// Host-only tests of common: verification, inputs, shapes and parameters, statistics, naming, and
+// the bitmask writer's arithmetic.
 #include <doctest/doctest.h>
 
+#include "tut/bitmask.cuh"
 #include "tut/check.hpp"
 #include "tut/device.hpp"
 #include "tut/problem.hpp"
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 TEST_CASE("verify: tolerance is atol + rtol*|ref|, and can grow with the number of terms") {
@@ -160,7 +163,12 @@ TEST_CASE("shapes parse from 1000, 2^28 and 2x64x16, and bad text says what is w
   CHECK(tut::parse_shape("1000") == std::vector<std::int64_t>{1000});
   CHECK(tut::parse_shape("2^28") == std::vector<std::int64_t>{std::int64_t{1} << 28});
   CHECK(tut::parse_shape("2x64x16x56x56") == std::vector<std::int64_t>{2, 64, 16, 56, 56});
-  CHECK_THROWS_WITH_AS(tut::parse_shape("abc"), "shape 'abc': 'abc' is not a number", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::parse_shape("abc"), "shape 'abc': 'abc' is not a whole number (write digits, or 2^k)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::parse_shape("-5"), "shape '-5': '-5' is negative; a dimension counts elements",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::parse_shape("0x10"), doctest::Contains("hexadecimal"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::parse_shape("1e99"), doctest::Contains("not a whole number"), std::invalid_argument);
   CHECK_THROWS_AS(tut::parse_shape("2x"), std::invalid_argument);
   CHECK_THROWS_AS(tut::parse_shape("-5"), std::invalid_argument);
   CHECK_THROWS_AS(tut::parse_shape("2^99"), std::invalid_argument);
@@ -177,10 +185,62 @@ TEST_CASE("case parameters keep their order and types") {
   REQUIRE(p.items().size() == 3);
   CHECK(p.items()[1].first == "layout");
   CHECK(p.get<std::string>("layout") == "NHWC");
-  CHECK(tut::to_string(*p.find("kernel")) == "[3, 3, 3]");
+  CHECK(tut::to_string(*p.find("kernel")) == "3x3x3");
   CHECK(p.get<double>("eps") == 1e-5);
   CHECK_THROWS_AS(p.get<std::int64_t>("eps"), std::out_of_range);
   CHECK_THROWS_AS(p.get<std::int64_t>("stride"), std::out_of_range);
+}
+
+namespace {
+// A problem of rank-5 cases with a kernel, a stride and a layout: what make_case checks.
+tut::ProblemEntry pool_like() {
+  tut::ProblemEntry p;
+  p.name = "pool";
+  p.params = {{"kernel", std::vector<std::int64_t>{3, 3, 3}, "window", {}},
+              {"stride", std::int64_t{2}, "step", {}},
+              {"layout", std::string("NCDHW"), "memory order", {"NCDHW", "NDHWC"}}};
+  p.case_for = [](const std::vector<std::int64_t>& shape, const tut::Params& params) {
+    if (shape.size() != 5) throw std::invalid_argument("takes N x C x D x H x W, not rank " + std::to_string(shape.size()));
+    if (params.get<std::int64_t>("stride") < 1) throw std::invalid_argument("stride must be at least 1");
+    return tut::Case{tut::case_name(shape, params), shape, params};
+  };
+  p.floor = [](const tut::Case& c) { return tut::Floor{static_cast<std::uint64_t>(c.numel()) * 4, 0, {}}; };
+  p.default_case = p.case_for({1, 2, 4, 4, 4}, tut::Params{}
+                                                   .set("kernel", std::vector<std::int64_t>{3, 3, 3})
+                                                   .set("stride", std::int64_t{2})
+                                                   .set("layout", std::string("NCDHW")));
+  return p;
+}
+}  // namespace
+
+TEST_CASE("--param: a case from a shape and key=value text, defaults filled, bad keys and values named") {
+  const auto p = pool_like();
+  const auto c = tut::make_case(p, {2, 64, 16, 56, 56}, {{"stride", "1"}, {"kernel", "1x3x3"}});
+  CHECK(c.name == "2x64x16x56x56 kernel=1x3x3 stride=1 layout=NCDHW");
+  CHECK(c.params.get<std::vector<std::int64_t>>("kernel") == std::vector<std::int64_t>{1, 3, 3});
+  CHECK(c.params.get<std::string>("layout") == "NCDHW");
+  CHECK(tut::make_case(p, {2, 64, 16, 56, 56}, {{"kernel", "2,2,2"}}).params.get<std::vector<std::int64_t>>("kernel") ==
+        std::vector<std::int64_t>{2, 2, 2});
+  CHECK_THROWS_WITH_AS(tut::make_case(p, {2, 64, 16, 56, 56}, {{"padding", "1"}}),
+                       "pool has no parameter 'padding' (it takes: kernel, stride, layout)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::make_case(p, {2, 64, 16, 56, 56}, {{"stride", "two"}}),
+                       "parameter 'stride': 'two' is not a whole number", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::make_case(p, {2, 64, 16, 56, 56}, {{"layout", "NHWC"}}),
+                       "parameter 'layout': 'NHWC' is not one of NCDHW, NDHWC", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::make_case(p, {2, 64, 16, 56, 56}, {{"stride", "0"}}), "pool: stride must be at least 1",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(tut::make_case(p, {2, 64}, {}), "pool: takes N x C x D x H x W, not rank 2", std::invalid_argument);
+  // A case's name reads back as the same case; "" is the default case.
+  const auto again = tut::parse_case_text(p, c.name);
+  CHECK(again.shape == c.shape);
+  CHECK(again.name == c.name);
+  CHECK(tut::parse_case_text(p, "").name == p.default_case.name);
+  CHECK(tut::parse_case_text(p, "1x1x8x8x8 stride=3").name == "1x1x8x8x8 kernel=3x3x3 stride=3 layout=NCDHW");
+  CHECK_THROWS_AS(tut::parse_case_text(p, "1x1x8x8x8 stride"), std::invalid_argument);
+  // with_params keeps a suite case's other parameters.
+  CHECK(tut::with_params(p, c, {{"layout", "NDHWC"}}).name == "2x64x16x56x56 kernel=1x3x3 stride=1 layout=NDHWC");
+  // A flat case is named n=...
+  CHECK(tut::case_name({1000}, tut::Params{}.set("segment", std::int64_t{256})) == "n=1000 segment=256");
 }
 
 TEST_CASE("summarize gives median, min and max") {
@@ -212,4 +272,33 @@ TEST_CASE("a CUDA error names the call, the place and the reason") {
   CHECK(m.find("cudaErrorMemoryAllocation") != std::string::npos);
   CHECK_THROWS_AS(tut::check_cuda(cudaErrorInvalidValue, "f()", "y.cu", 3), tut::CudaError);
   CHECK_NOTHROW(tut::check_cuda(cudaSuccess, "f()", "y.cu", 3));
+}
+
+namespace bm = tut::bitmask;
+
+TEST_CASE("spread: bit i to bit kPer * i, equal to the plain loop for every field") {
+  for (std::uint32_t x = 0; x < 256; ++x) CHECK(bm::spread<4>(x) == bm::spread_loop<4>(x));
+  for (std::uint32_t x = 0; x < 16; ++x) CHECK(bm::spread<8>(x) == bm::spread_loop<8>(x));
+  for (std::uint32_t x = 0; x < 65536; x += 37) CHECK(bm::spread<2>(x) == bm::spread_loop<2>(x));
+  CHECK(bm::spread<4>(0xffu) == 0x11111111u);
+  CHECK(bm::spread<8>(0xfu) == 0x01010101u);
+}
+
+TEST_CASE("word_from_ballots: a warp's kPer ballots give the format's kPer words") {
+  // Simulate the warp of v3: lane t holds elements kPer*t .. kPer*t + kPer-1 of a 32*kPer chunk.
+  auto check = [](auto per_tag) {
+    constexpr int kPer = decltype(per_tag)::value;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      auto keep = [&](std::int64_t e) { return (tut::splitmix64(seed * 1000 + static_cast<std::uint64_t>(e)) & 1) != 0; };
+      std::uint32_t ballots[kPer] = {};
+      for (int k = 0; k < kPer; ++k)
+        for (int t = 0; t < 32; ++t)
+          if (keep(kPer * t + k)) ballots[k] |= 1u << t;
+      const auto ref = bm::reference(32 * kPer, keep);
+      for (int w = 0; w < kPer; ++w) CHECK(bm::word_from_ballots<kPer>(ballots, w) == ref[w]);
+    }
+  };
+  check(std::integral_constant<int, 4>{});
+  check(std::integral_constant<int, 8>{});
+  check(std::integral_constant<int, 2>{});
 }

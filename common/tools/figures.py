@@ -25,7 +25,8 @@ The expression
                                    numbers compare as numbers); none or several is an error
         line["v5_coarsened_vector"] the one element whose text contains this text, starting
                                    where a token starts; runs of spaces count as one
-  - a .json file is read as it is; a .csv file as {"rows": [one object per row]}; a .txt file as
+  - a results file (<gpu>.json, .sweep.json, .torch.json, .profile.json) is read through
+    results.py, which checks it against results.schema.json; another .json file as it is; a .csv file as {"rows": [one object per row]}; a .txt file as
     {"para": [...], "line": [...]}, where a para (lines between blank lines) has "text" and "line",
     and a line has "text" and "num", the whitespace-separated tokens that are numbers (a trailing
     x or % dropped), in order.
@@ -46,6 +47,9 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
 
 COMMENT = re.compile(r"<!--\s*fig(-let)?:(.*?)-->", re.S)
 PRINTED = re.compile(r"(?P<num>[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)"
@@ -105,7 +109,12 @@ def read_file(path, cache):
     if path not in cache:
         if not os.path.isfile(path):
             raise FigureError(f"no file {path}")
-        if path.endswith(".json"):
+        if results.kind_of(path):  # a results file (<gpu>.json, .sweep.json, ...), checked against its schema
+            try:
+                cache[path] = results.load(path)
+            except results.ResultsError as e:
+                raise FigureError(str(e)) from None
+        elif path.endswith(".json"):
             with open(path, encoding="utf-8") as fh:
                 cache[path] = json.load(fh)
         elif path.endswith(".csv"):

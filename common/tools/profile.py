@@ -147,28 +147,33 @@ def summarize(k, sass, machine):
     }
 
 
-def torch_runs(ncu, chapter, machine):
-    """The chapter's PyTorch peers (NN/torch_peers.py), each profiled like a version: what the
-    library a user would call instead does on the same GPU. Needs torch in $TUT_SYSTEM_PYTHON."""
+def torch_runs(ncu, build, chapter, machine):
+    """The chapter's PyTorch peers (NN/torch_peers.py) on their cases, each profiled like a version:
+    what the library a user would call instead does on the same GPU. Needs torch in
+    $TUT_SYSTEM_PYTHON."""
     python = os.environ.get("TUT_SYSTEM_PYTHON") or shutil.which("python3")
     script = os.path.join(chapters.ROOT, "common", "tools", "torch_peers.py")
-    peers_by_problem = torch_peers.peers_of(chapter)
-    if peers_by_problem is None:
+    spec = torch_peers.Spec.of(chapter)
+    if spec is None or not spec.peers:
         return []
     if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
         print(f"{chapter}: torch is not importable by {python}: no PyTorch rows in the profile")
         return []
+    module = torch_peers.RaceModule(torch_peers.RaceModule.path(build, chapter))
     runs = []
-    for problem, (n, _, peers) in peers_by_problem.items():
-        for name, _setup in peers:
-            kernels, err = ncu_kernels(ncu, [python, script, "--profile", chapter, problem, name])
-            if kernels is None:
-                print(f"ncu could not profile {chapter} {problem} {name}:\n{err}")
-                continue
-            runs.append({"problem": problem, "case": f"n={n}", "version": name, "kind": "peer", "library": "torch",
-                         "kernels": [summarize(k, {}, machine) for k in kernels]})
-            print(f"{chapter} {problem} {name}: " + ", ".join(f"grid {k['grid']:.0f} x {k['block']:.0f}, DRAM {k['dram_pct']:.1f}%"
-                                                            for k in runs[-1]["kernels"]))
+    for problem, peers in spec.peers.items():
+        for text in spec.cases_of(problem):
+            case = module.case(problem, text)
+            for name, _setup in peers:
+                kernels, err = ncu_kernels(ncu, [python, script, "--build", build, "--profile", chapter, problem, name,
+                                                 "--case", case.name])
+                if kernels is None:
+                    print(f"ncu could not profile {chapter} {problem} {name}:\n{err}")
+                    continue
+                runs.append({"problem": problem, "case": case.name, "version": name, "kind": "peer", "library": "torch",
+                             "kernels": [summarize(k, {}, machine) for k in kernels]})
+                print(f"{chapter} {problem} {name}: " + ", ".join(f"grid {k['grid']:.0f} x {k['block']:.0f}, DRAM "
+                                                                f"{k['dram_pct']:.1f}%" for k in runs[-1]["kernels"]))
     return runs
 
 
@@ -187,13 +192,19 @@ def main():
     ap.add_argument("chapters", nargs="*")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
+    known = [c.name for c in chapters.existing()]
+    for ch in args.chapters:
+        if ch not in known:
+            raise torch_peers.Failure(f"no chapter '{ch}' (chapters: {', '.join(known)})")
+    machine_exe = os.path.join(build, "subprojects", "common", "tut_machine")
+    sass_exe = os.path.join(build, "subprojects", "common", "tut_sass")
+    if not os.path.isfile(machine_exe):
+        raise torch_peers.Failure(f"{args.build}: not built (./tutorial build)")
     ncu = find_tool("ncu")
     if not ncu:
         print("ncu (Nsight Compute) not found: no profile written")
         return 77
     metrics = METRICS + available(ncu, OPTIONAL)
-    machine_exe = os.path.join(build, "subprojects", "common", "tut_machine")
-    sass_exe = os.path.join(build, "subprojects", "common", "tut_sass")
     proc = subprocess.run([machine_exe], capture_output=True, text=True)
     if proc.returncode == 77:
         print("no CUDA device: no profile written")
@@ -202,10 +213,12 @@ def main():
         raise SystemExit(f"tut_machine failed: {proc.stderr}")
     machine = json.loads(proc.stdout)
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    names = args.chapters or [c.name for c in chapters.existing()]
-    for ch in names:
-        bench = os.path.join(build, "subprojects", ch, f"bench_{ch}")
+    for ch in args.chapters or known:
+        bench = os.path.join(build, "subprojects", ch, "tut", f"bench_{ch}")
         listing = json.loads(run_json([bench, "--list-json"]))
+        unknown = [p for p in args.problem if p not in {q["problem"] for q in listing}]
+        if args.chapters and unknown:
+            raise torch_peers.Failure(f"{ch} has no problem '{unknown[0]}'")
         sass = {}
         for line in run_json([sass_exe, bench]).splitlines():
             k = json.loads(line)
@@ -214,22 +227,27 @@ def main():
         for p in listing:
             if args.problem and p["problem"] not in args.problem:
                 continue
+            case = p["default_case"]["name"]
             for v in p["versions"]:
                 kernels, err = ncu_kernels(ncu, [bench, "--problem", p["problem"], "--version", v["name"], "--profile"],
                                            metrics)
                 if kernels is None:
                     print(f"ncu could not profile {ch} {p['problem']} {v['name']}; no profile written:\n{err}")
                     return 77
-                runs.append({"problem": p["problem"], "case": p["default_case"], "version": v["name"], "kind": v["kind"],
+                runs.append({"problem": p["problem"], "case": case, "version": v["name"], "kind": v["kind"],
                              "kernels": [summarize(k, sass, machine) for k in kernels]})
                 shown = ", ".join(f"{kk['name'][:40]}: DRAM {kk['dram_pct']:.1f}%" for kk in runs[-1]["kernels"]
                                   if kk["dram_pct"] is not None)
                 print(f"{ch} {p['problem']} {v['name']}: {shown or 'no kernels (a library call ncu does not see)'}")
-        runs += torch_runs(ncu, ch, machine)
+        runs += torch_runs(ncu, build, ch, machine)
         chapters.write_results(build, ch, machine["gpu"], ".profile.json",
                                {"ncu": version, "machine": machine, "runs": runs})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except torch_peers.Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

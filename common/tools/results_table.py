@@ -31,37 +31,17 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chapters  # noqa: E402
+import figures  # noqa: E402
+import results  # noqa: E402
 
 ROOT = chapters.ROOT
-SCHEMA = 2
 
 
-# ---- loading -------------------------------------------------------------------------------------
-
-def load(path):
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    if doc.get("schema_version") != SCHEMA:
-        raise SystemExit(f"{path}: schema_version {doc.get('schema_version')}, expected {SCHEMA}; "
-                         "rerun the benchmark with this commit")
-    return doc
-
+# ---- loading: through results.py ------------------------------------------------------------------
 
 def results_in(folder):
-    """{gpu slug: {"bench": doc, "torch": doc, "profile": doc, "sweep_png": path}} for a results folder."""
-    out = {}
-    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
-        base = os.path.basename(path)[: -len(".json")]
-        slug, _, kind = base.partition(".")
-        kind = kind or "bench"
-        if kind not in ("bench", "torch", "profile", "sweep"):
-            continue
-        doc = load(path)
-        doc["_file"] = os.path.basename(path)
-        out.setdefault(slug, {})[kind] = doc
-    for path in sorted(glob.glob(os.path.join(folder, "*.sweep.png"))):
-        out.setdefault(os.path.basename(path).split(".")[0], {})["sweep_png"] = os.path.basename(path)
-    return out
+    """{gpu slug: {"bench": doc, "torch": doc, "profile": doc, "sweep": doc, "sweep_png": name}}."""
+    return results.folder(folder)
 
 
 # ---- formatting ----------------------------------------------------------------------------------
@@ -113,7 +93,7 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
     for problem, case in ordered(doc["runs"], lambda r: (r["problem"], r["case"])):
         runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
         h = runs[0]
-        floor_ms = h["bytes"] / (doc["copy_ceiling_GBps"] * 1e9) * 1e3
+        floor_ms = h["bytes"] / (doc["copy_ceiling"]["GBps"] * 1e9) * 1e3
         params = "".join(f", {k}={v}" for k, v in h.get("params", {}).items() if f"{k}={v}" not in case)
         parts.append(f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "
                      f"{floor_ms:.4f} ms at the copy ceiling.\n\n")
@@ -135,7 +115,7 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
     if peers:
         parts.append(f"\n\\* PyTorch's rows come from a separate process (`{prefix}{torch_doc['_file']}`, "
                      f"{torch_doc['date']}; the rows above: {doc['date']}), against the copy ceiling measured there: "
-                     f"{torch_doc['copy_ceiling_GBps']:.1f} GB/s ({torch_doc['copy_ceiling']['winner']}).\n")
+                     f"{torch_doc['copy_ceiling']['GBps']:.1f} GB/s ({torch_doc['copy_ceiling']['winner']}).\n")
     return "".join(parts)
 
 
@@ -198,41 +178,70 @@ def chapter_sections(folder, prefix="results/"):
 
 # ---- the root README's chapter list --------------------------------------------------------------
 
-def headline(folder):
-    cells = []
-    for slug, r in sorted(results_in(folder).items()):
-        if "bench" not in r:
-            continue
-        doc = r["bench"]
-        best, peers = {}, {}
-        for run in doc["runs"] + (r.get("torch") or {}).get("runs", []):
-            if run["check"] != "pass" or run["kind"] == "exercise":
-                continue
-            table = peers if run["kind"] == "peer" else best
-            if run["problem"] not in table or run["GBps"] > table[run["problem"]]["GBps"]:
-                table[run["problem"]] = run
-        items = []
-        for p, run in best.items():
-            item = f"`{p}` {run['fraction_of_copy']:.2f} of copy (`{run['version']}`"
-            race = (peers.get(p) or {}).get("race") or {}
-            if "speed_ratio" in race:
-                who = "" if race["version"] == run["version"] else f" `{race['version']}` at"
-                item += f";{who} {race['speed_ratio']:.3f}× the speed of `{peers[p]['version']}` in one process"
-            elif p in peers:
-                item += f"; best peer `{peers[p]['version']}` at {run['GBps'] / peers[p]['GBps']:.2f}× its GB/s"
-            items.append(item + ")")
-        cells.append(f"{doc['gpu']}: " + ", ".join(items))
-    return "; ".join(cells) or "not yet run"
+def short_gpu(name):
+    """'NVIDIA H100 80GB HBM3' -> 'H100': the column heading of the front page."""
+    words = name.replace("NVIDIA ", "").split()
+    return words[0] if words else name
+
+
+def speed_text(ratio, peer):
+    """Our speed over the peer's, spelled with its direction."""
+    digits = 3 if abs(ratio - 1) < 0.02 else 2
+    if ratio >= 1:
+        return f"{ratio:.{digits}f}× faster than `{peer}`"
+    return f"{ratio:.{digits}f}×, slower than `{peer}`"
+
+
+def headline_cells(docs, problem):
+    """(best version, its fraction of copy, [comparisons]) for `problem`'s default case on one GPU."""
+    bench = docs.get("bench")
+    if bench is None:
+        return None
+    runs = [r for r in bench["runs"] if r["problem"] == problem and r["check"] == "pass"]
+    if not runs:
+        return None
+    case = runs[0]["case"]  # the default case: the benchmark runs it first
+    runs = [r for r in runs if r["case"] == case]
+    own = [r for r in runs if r["kind"] == "own"]
+    if not own:
+        return None
+    best = max(own, key=lambda r: r["GBps"])
+    says = []
+    for peer in (r for r in runs if r["kind"] == "peer"):  # a library in the same run: CUB, the driver
+        says.append(speed_text(peer["ms_median"] / best["ms_median"], peer["version"]))
+    for peer in (docs.get("torch") or {}).get("runs", []):
+        race = peer.get("race") or {}
+        if peer["problem"] == problem and "speed_ratio" in race:
+            who = "" if race["version"] == best["version"] else f"`{race['version']}` "
+            says.append(who + speed_text(race["speed_ratio"], peer["version"]))
+    return best["version"], best["fraction_of_copy"], says
 
 
 def chapters_table():
-    rows = ["| chapter | what it teaches | headline: each problem's best own version (fraction of the copy ceiling "
-            "measured in the same run) |\n", "|---|---|---|\n"]
+    """The front page: one row per chapter and headline problem (chapters.list's third field)."""
+    table, gpus = [], []
     for c in chapters.all_chapters():
-        if os.path.isdir(c.path):
-            rows.append(f"| [{c.name}]({c.name}/README.md) | {c.blurb} | {headline(os.path.join(c.path, 'results'))} |\n")
-        else:
-            rows.append(f"| {c.name} | {c.blurb} | not written yet |\n")
+        res = results_in(os.path.join(c.path, "results")) if os.path.isdir(os.path.join(c.path, "results")) else {}
+        for docs in res.values():
+            if "bench" in docs and short_gpu(docs["bench"]["gpu"]) not in gpus:
+                gpus.append(short_gpu(docs["bench"]["gpu"]))
+        table.append((c, res))
+    head = "| chapter | problem | best version | " + " | ".join(f"{g}: of copy" for g in gpus) + \
+           " | against the library a user would call, timed in the same process |\n"
+    rows = [head, "|---|---|---|" + "---:|" * len(gpus) + "---|\n"]
+    for c, res in table:
+        link = f"[{c.name}]({c.name}/README.md)" if os.path.isdir(c.path) else c.name
+        if not os.path.isdir(c.path) or not c.headline:
+            rows.append(f"| {link}: {c.blurb} | – | {'not written yet' if not os.path.isdir(c.path) else '–'} |"
+                        + " – |" * len(gpus) + " – |\n")
+            continue
+        for k, problem in enumerate(c.headline):
+            cells = {short_gpu(d["bench"]["gpu"]): headline_cells(d, problem) for d in res.values() if "bench" in d}
+            best = next((v[0] for v in cells.values() if v), "–")
+            fractions = [f"{cells[g][1]:.2f}" if cells.get(g) else "–" for g in gpus]
+            says = "; ".join(f"{g}: " + ", ".join(cells[g][2]) for g in gpus if cells.get(g) and cells[g][2]) or "–"
+            name = f"{link}: {c.blurb}" if k == 0 else ""
+            rows.append(f"| {name} | `{problem}` | `{best}` | " + " | ".join(fractions) + f" | {says} |\n")
     return "".join(rows)
 
 
@@ -347,7 +356,7 @@ def publish(results):
             if name == "summary.md" or name.endswith(".tmp.json"):
                 continue
             if name.endswith(".json"):
-                doc = load(path)
+                doc = results.load(path)
                 if doc.get("exercises") or any(r.get("kind") == "exercise" for r in doc.get("runs", [])):
                     print(f"skipped {path}: it comes from a build with the exercises registered")
                     continue
@@ -371,13 +380,19 @@ def main():
     if args.action:
         if not args.results:
             ap.error(f"{args.action} needs the results folder")
+        if not os.path.isdir(args.results):
+            print(f"error: {args.results}: no such folder (a build's results folder, BUILD/results)")
+            return 2
         return summary(args.results) if args.action == "summary" else publish(args.results)
+    if args.check and not os.path.isfile(os.path.join(args.check, "README.md")):
+        print(f"error: {args.check}: no README.md there (--check takes a chapter's folder)")
+        return 2
     stale = regenerate(update=args.update, only=args.check)
-    quotes = [e for readme, _ in targets(args.check) for e in quote_errors(readme)]
+    quotes = [e for readme, _ in targets(args.check) for e in quote_errors(readme) + figures.figure_errors(readme)]
     for e in quotes:
         print(e)
     if quotes:
-        print("a lesson quotes result files that say otherwise: update the quoted blocks")
+        print("a lesson quotes or cites result files that say otherwise: update the quoted blocks and figures")
         return 1
     if stale:
         print("stale generated tables in: " + ", ".join(stale))
@@ -389,4 +404,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except results.ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -39,7 +39,7 @@ def lesson(body):
     """A README with a results/ folder beside it; returns the README's path."""
     root = tempfile.mkdtemp()
     os.makedirs(os.path.join(root, "results"))
-    with open(os.path.join(root, "results", "gpu.json"), "w") as fh:
+    with open(os.path.join(root, "results", "gpu.notes.json"), "w") as fh:
         json.dump(BENCH, fh)
     with open(os.path.join(root, "results", "gpu.ncu.csv"), "w") as fh:
         fh.write(CSV)
@@ -60,7 +60,7 @@ def check(cond, what):
         raise AssertionError(what)
 
 
-RATIO = ("gpu.json runs[problem=scan_i32,case=n=16777216,version=v7].ms_median / "
+RATIO = ("gpu.notes.json runs[problem=scan_i32,case=n=16777216,version=v7].ms_median / "
          "runs[problem=scan_i32,case=n=16777216,version=cub].ms_median")
 
 
@@ -80,25 +80,25 @@ def test_percent_thousands_and_exponent():
     check(errors(f"7.0<!-- fig: (1 - {RATIO}) * 100 --> % less time\n") == [], "a percentage")
     check(errors(f"7.0%<!-- fig: (1 - {RATIO}) * 100 -->\n") == [], "'%' attached")
     check(errors("1,048,576<!-- fig: 1024 * 1024 --> blocks\n") == [], "thousands separators")
-    check(errors("3.021e3<!-- fig: gpu.json copy_ceiling.GBps -->\n") == [], "an exponent")
-    check(len(errors("3.022e3<!-- fig: gpu.json copy_ceiling.GBps -->\n")) == 1, "a wrong exponent form")
+    check(errors("3.021e3<!-- fig: gpu.notes.json copy_ceiling.GBps -->\n") == [], "an exponent")
+    check(len(errors("3.022e3<!-- fig: gpu.notes.json copy_ceiling.GBps -->\n")) == 1, "a wrong exponent form")
 
 
 def test_selectors():
     ok = [
-        "3021.5<!-- fig: gpu.json copy_ceiling.GBps -->",
-        "72.4<!-- fig: gpu.json runs[problem=seg,version=v5].kernels[0].dram_pct -->",
-        "0.2<!-- fig: gpu.json runs[problem=seg].kernels[-1].dram_pct -->",
-        '1.2<!-- fig: gpu.json runs[case="n=268435456 segment=1024",version=torch.cumsum(dtype=int32)]'
+        "3021.5<!-- fig: gpu.notes.json copy_ceiling.GBps -->",
+        "72.4<!-- fig: gpu.notes.json runs[problem=seg,version=v5].kernels[0].dram_pct -->",
+        "0.2<!-- fig: gpu.notes.json runs[problem=seg].kernels[-1].dram_pct -->",
+        '1.2<!-- fig: gpu.notes.json runs[case="n=268435456 segment=1024",version=torch.cumsum(dtype=int32)]'
         '.ms_median / runs[case=n=268435456 segment=1024,version=v7].ms_median -->',
     ]
     for body in ok:
         check(errors(body + "\n") == [], body)
-    errs = errors("1<!-- fig: gpu.json runs[problem=scan_i32].ms_median -->\n")
+    errs = errors("1<!-- fig: gpu.notes.json runs[problem=scan_i32].ms_median -->\n")
     check(len(errs) == 1 and "4 elements match" in errs[0], errs)
-    errs = errors("1<!-- fig: gpu.json runs[problem=nothing].ms_median -->\n")
+    errs = errors("1<!-- fig: gpu.notes.json runs[problem=nothing].ms_median -->\n")
     check(len(errs) == 1 and "0 elements match" in errs[0], errs)
-    errs = errors("1<!-- fig: gpu.json copy_ceiling.GBs -->\n")
+    errs = errors("1<!-- fig: gpu.notes.json copy_ceiling.GBs -->\n")
     check(len(errs) == 1 and "no field 'GBs'" in errs[0], errs)
 
 
@@ -121,14 +121,14 @@ def test_csv_and_text():
 
 
 def test_names_and_layout():
-    body = ("<!-- fig-let: v7 = gpu.json runs[problem=scan_i32,case=n=16777216,version=v7] -->\n"
-            "<!-- fig-let: cub = gpu.json runs[problem=scan_i32,case=n=16777216,version=cub] -->\n"
+    body = ("<!-- fig-let: v7 = gpu.notes.json runs[problem=scan_i32,case=n=16777216,version=v7] -->\n"
+            "<!-- fig-let: cub = gpu.notes.json runs[problem=scan_i32,case=n=16777216,version=cub] -->\n"
             "Text 0.930<!-- fig: $v7.ms_median / $cub.ms_median --> and, over two lines,\n"
             "0.930<!-- fig: $v7.ms_median /\n     $cub.ms_median --> again.\n")
     check(errors(body) == [], body)
     check(errors("<!-- fig-let: ratio = 100 * ($v7.ms_median / $cub.ms_median) -->\n"
-                 "<!-- fig-let: v7 = gpu.json runs[problem=scan_i32,case=n=16777216,version=v7] -->\n"
-                 "<!-- fig-let: cub = gpu.json runs[problem=scan_i32,case=n=16777216,version=cub] -->\n"
+                 "<!-- fig-let: v7 = gpu.notes.json runs[problem=scan_i32,case=n=16777216,version=v7] -->\n"
+                 "<!-- fig-let: cub = gpu.notes.json runs[problem=scan_i32,case=n=16777216,version=cub] -->\n"
                  "93.0<!-- fig: $ratio --> %, 7.0<!-- fig: 100 - $ratio --> % less\n") == [], "a named expression")
     check(len(errors("<!-- fig-let: a = 1 + $a -->\n1<!-- fig: $a -->\n")) == 1, "a name that uses itself")
     figs = figures(lesson(body))

@@ -1,31 +1,39 @@
 #!/usr/bin/env python3
-"""Time what a PyTorch user would call instead, on each problem's default case.
+"""Time what a PyTorch user would call instead, on the chapters' own cases, and race it against our
+version in the same process.
 
   torch_peers.py --build BUILD [CHAPTER ...]       (./tutorial peers runs it)
 
-Each chapter lists its peers in NN_chapter/torch_peers.py: a dict PEERS from problem name to a
-list of (name, setup) where setup(n, torch) returns (run, check): run() enqueues the operator,
-check() compares its output with a float64 computation and returns "pass" or "FAIL: ...". The
-rows are written in the results format (kind "peer", library "torch") to
+Each chapter lists its peers in NN_chapter/torch_peers.py:
+
+  PEERS   problem -> [(name, setup)]: setup(case, torch) returns (run, check); run() enqueues the
+          operator, check() compares its output with a float64 computation and returns "pass" or
+          "FAIL: ...". `case` has .name, .shape, .params (a dict), .numel and .floor (.bytes, .flops).
+  CASES   problem -> [case text], optional: the cases to time ("" is the problem's default case; a
+          name, or a shape and parameters such as "2x64x16x56x56 kernel=3x3x3"); default [""].
+  OURS    problem -> the version of ours that races the problem's peers.
+
+The cases, and their floors, come from the chapter's C++ problems through its race module
+(BUILD/subprojects/CH/tut/race_CH.so, common/src/race_module.cpp): nothing is restated here. The
+rows are written in the results format (results.schema.json, kind "torch") to
 BUILD/results/CH/<gpu>.torch.json, with a copy ceiling measured in this process (Tensor.copy_,
 device to device, counting bytes read and written). Timing: CUDA events around each call after
 warm-up, 50 repetitions, median with min and max.
 
 The race. Two processes disagree by about half a percent (the copy ceiling does), as much as the
-gap between our best version and PyTorch's. So where the chapter names, in OURS, the version that
-races a problem's peers, this process also loads the chapter's race module
-(BUILD/subprojects/CH/race_CH.so, tut/race.hpp), checks that version against the CPU reference on
-the peer's n, and times it and the peer in alternating rounds (7 rounds of 50 launches, the order
-swapped every round): each round gives the ratio of the two medians, our speed over PyTorch's. The
-peer row carries it as "race" (the median ratio over rounds, with its min and max).
+gap between our best version and PyTorch's. So this process also runs the version OURS names
+through the race module, checks it against the CPU reference on the same case, and times it and
+the peer in alternating rounds (7 rounds of 50 launches, the order swapped every round): each
+round gives the ratio of the two medians, our speed over PyTorch's. The peer row carries it as
+"race" (the median ratio over rounds, with its min and max).
 
-With --check-race CHAPTER MODULE (a test; no torch needed) it checks the chapter's OURS against
-its PEERS and the module's versions, and that the module reports a bad name as an error; with
---launch too it runs each raced version through the module on an odd n and checks its output
-(exit 77 without a GPU).
-
-With --profile CHAPTER PROBLEM NAME it runs that one peer once between
-torch.cuda.profiler.start() and stop(), for `ncu --profile-from-start off` (common/tools/profile.py).
+  --check-race CHAPTER MODULE   (a test; no torch needed) OURS against PEERS and the module's
+                                versions, every CASES text against the module, and that a bad
+                                name comes back as an error; with --launch, each raced version
+                                through the module on a small case, checked (exit 77 without a GPU)
+  --profile CHAPTER PROBLEM NAME [--case TEXT]
+                                that one peer once between torch.cuda.profiler.start() and stop(),
+                                for `ncu --profile-from-start off` (common/tools/profile.py)
 
 Without torch (or without a CUDA device), says so and exits 77.
 """
@@ -33,6 +41,7 @@ import argparse
 import ctypes
 import importlib.util
 import json
+import math
 import os
 import statistics
 import sys
@@ -40,8 +49,26 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chapters  # noqa: E402
 
-
 RACE_ROUNDS, RACE_REPS = 7, 50
+
+
+class Failure(Exception):
+    """A one-line error for the user: a bad argument, a missing module, a chapter spec that is wrong."""
+
+
+class Floor:
+    def __init__(self, d):
+        self.bytes, self.flops = d["bytes"], d["flops"]
+        self.models = d.get("models", {})
+
+
+class Case:
+    """A case as the race module resolves it."""
+
+    def __init__(self, d):
+        self.name, self.shape, self.params = d["name"], list(d["shape"]), dict(d["params"])
+        self.numel = math.prod(self.shape)
+        self.floor = Floor(d["floor"])
 
 
 def time_ms(torch, run, warmup=5, reps=50, before=None):
@@ -69,43 +96,48 @@ def copy_ceiling(torch):
     n = (1 << 30) // 4
     src = torch.ones(n, dtype=torch.int32, device="cuda")
     dst = torch.empty_like(src)
-    med, lo, hi, reps = time_ms(torch, lambda: dst.copy_(src), reps=30)
+    med, _, _, _ = time_ms(torch, lambda: dst.copy_(src), reps=30)
     return {"GBps": 2 * n * 4 / (med * 1e-3) / 1e9, "bytes": 2 * n * 4, "winner": "Tensor.copy_ (device to device)",
             "ms_median": med}
 
 
-def spec_of(chapter):
-    """The chapter's torch_peers.py as a module, or None when it has none."""
-    spec_path = os.path.join(chapters.ROOT, chapter, "torch_peers.py")
-    if not os.path.isfile(spec_path):
-        return None
-    spec = importlib.util.spec_from_file_location(f"{chapter}_torch_peers", spec_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+class Spec:
+    """A chapter's torch_peers.py, loaded once."""
 
+    def __init__(self, chapter):
+        path = os.path.join(chapters.ROOT, chapter, "torch_peers.py")
+        spec = importlib.util.spec_from_file_location(f"{chapter}_torch_peers", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.peers = getattr(module, "PEERS", {})
+        self.cases = getattr(module, "CASES", {})
+        self.ours = getattr(module, "OURS", {})
 
-def peers_of(chapter):
-    """The chapter's PEERS, or None when it lists none."""
-    module = spec_of(chapter)
-    return None if module is None else module.PEERS
+    @staticmethod
+    def of(chapter):
+        """The chapter's spec, or None when it has no torch_peers.py."""
+        if not os.path.isfile(os.path.join(chapters.ROOT, chapter, "torch_peers.py")):
+            return None
+        return Spec(chapter)
 
-
-def ours_of(spec):
-    """OURS of a chapter's torch_peers.py: problem -> the version that races that problem's peers
-    in one process."""
-    return getattr(spec, "OURS", {})
+    def cases_of(self, problem):
+        return self.cases.get(problem, [""])
 
 
 class RaceModule:
-    """A chapter's race module (tut/race.hpp) through ctypes."""
+    """A chapter's race module (common/src/race_module.cpp) through ctypes."""
 
     def __init__(self, path):
-        lib = ctypes.CDLL(path)
-        lib.tut_race_list.restype = ctypes.c_char_p
-        lib.tut_race_error.restype = ctypes.c_char_p
-        lib.tut_race_open.argtypes = [ctypes.c_char_p, ctypes.c_longlong, ctypes.c_char_p,
-                                      ctypes.POINTER(ctypes.c_void_p)]
+        if not os.path.isfile(path):
+            raise Failure(f"{path}: no race module there (build first: ./tutorial build)")
+        try:
+            lib = ctypes.CDLL(os.path.abspath(path))
+        except OSError as e:
+            raise Failure(f"{path}: cannot load the race module ({e})") from None
+        for name in ("tut_race_list", "tut_race_error", "tut_race_case"):
+            getattr(lib, name).restype = ctypes.c_char_p
+        lib.tut_race_case.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        lib.tut_race_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
         for name in ("tut_race_before", "tut_race_launch"):
             getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.tut_race_check.argtypes = [ctypes.c_void_p]
@@ -115,14 +147,24 @@ class RaceModule:
 
     @staticmethod
     def path(build, chapter):
-        return os.path.join(os.path.abspath(build), "subprojects", chapter, f"race_{chapter}.so")
+        return os.path.join(os.path.abspath(build), "subprojects", chapter, "tut", f"race_{chapter}.so")
 
-    def problems(self):
-        """{problem: {version name: kind}}"""
+    def listing(self):
         listed = json.loads(self.lib.tut_race_list())
         if listed is None:
             raise RuntimeError(self.error())
-        return {p["problem"]: {v["name"]: v["kind"] for v in p["versions"]} for p in listed}
+        return listed
+
+    def problems(self):
+        """{problem: {version name: kind}}"""
+        return {p["problem"]: {v["name"]: v["kind"] for v in p["versions"]} for p in self.listing()}
+
+    def case(self, problem, text):
+        """The case `text` of `problem` ("" for the default), with its floor."""
+        got = json.loads(self.lib.tut_race_case(problem.encode(), text.encode()))
+        if got is None:
+            raise RuntimeError(self.error())
+        return Case(got)
 
     def error(self):
         return self.lib.tut_race_error().decode()
@@ -131,9 +173,9 @@ class RaceModule:
         if rc != 0:
             raise RuntimeError(self.error())
 
-    def open(self, problem, n, version):
+    def open(self, problem, case_text, version):
         handle = ctypes.c_void_p()
-        self._ok(self.lib.tut_race_open(problem.encode(), n, version.encode(), ctypes.byref(handle)))
+        self._ok(self.lib.tut_race_open(problem.encode(), case_text.encode(), version.encode(), ctypes.byref(handle)))
         return handle
 
     def check(self, handle):
@@ -154,10 +196,21 @@ class RaceModule:
         self.lib.tut_race_close(handle)
 
 
+def small_case(listing, problem):
+    """A small case of `problem` for a quick check: 2^20 + 1 elements for a flat problem, else its
+    smallest suite case."""
+    p = next(p for p in listing if p["problem"] == problem)
+    if len(p["default_case"]["shape"]) == 1:
+        return f"n={(1 << 20) + 1}"
+    cases = p["suite"] or [p["default_case"]]
+    return min(cases, key=lambda c: math.prod(c["shape"]))["name"]
+
+
 def check_race(chapter, path, launch):
-    module, spec = RaceModule(path), spec_of(chapter)
-    listed = module.problems()
-    peers, ours = (spec.PEERS, ours_of(spec)) if spec else ({}, {})
+    module, spec = RaceModule(path), Spec.of(chapter)
+    listing = module.listing()
+    listed = {p["problem"]: {v["name"]: v["kind"] for v in p["versions"]} for p in listing}
+    peers, ours = (spec.peers, spec.ours) if spec else ({}, {})
     errors = [f"{problem} has peers but no version of ours to race them (OURS)" for problem in peers if problem not in ours]
     for problem, version in ours.items():
         kind = listed.get(problem, {}).get(version)
@@ -167,17 +220,23 @@ def check_race(chapter, path, launch):
             errors.append(f"OURS races {problem} with {version}, which {os.path.basename(path)} does not have")
         elif kind != "own":
             errors.append(f"OURS races {problem} with {version}, a {kind} version, not one of ours")
+    for problem in peers:
+        for text in (spec.cases_of(problem) if spec else []):
+            try:
+                module.case(problem, text)
+            except RuntimeError as e:
+                errors.append(f"CASES of {problem}: {e}")
     try:
-        module.open("no_such_problem", 10, "v0")
+        module.open("no_such_problem", "", "v0")
         errors.append("tut_race_open succeeded on a problem that does not exist")
     except RuntimeError as e:
         if "no_such_problem" not in str(e):
             errors.append(f"tut_race_open's error does not name the problem: {e}")
     if not errors and launch:
-        n = (1 << 20) + 1
         for problem, version in ours.items():
+            text = small_case(listing, problem)
             try:
-                handle = module.open(problem, n, version)
+                handle = module.open(problem, text, version)
             except RuntimeError as e:
                 if "no CUDA device" in str(e):
                     print("no CUDA device: the launches through the race module are skipped")
@@ -191,7 +250,7 @@ def check_race(chapter, path, launch):
                 again = module.check(handle)
             finally:
                 module.close(handle)
-            print(f"{chapter} {problem} {version} n={n} through the race module: {first}, then {again}")
+            print(f"{chapter} {problem} {version} {text} through the race module: {first}, then {again}")
             errors += [f"{problem} {version}: {v}" for v in (first, again) if v != "pass"]
     for e in errors:
         print("error: " + e)
@@ -200,11 +259,11 @@ def check_race(chapter, path, launch):
     return 1 if errors else 0
 
 
-def race(torch, module, problem, n, version, peer_run, rounds=RACE_ROUNDS):
+def race(torch, module, problem, case_text, version, peer_run, rounds=RACE_ROUNDS):
     """Our `version` against peer_run() in this process, in alternating rounds. Where ours fails its
     check, only the version and the verdict."""
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    handle = module.open(problem, n, version)
+    handle = module.open(problem, case_text, version)
     try:
         verdict = module.check(handle)
         if verdict != "pass":
@@ -231,9 +290,15 @@ def race(torch, module, problem, n, version, peer_run, rounds=RACE_ROUNDS):
             "speed_ratio": statistics.median(ratios), "speed_ratio_min": ratios[0], "speed_ratio_max": ratios[-1]}
 
 
-def profile_one(torch, chapter, problem, name):
-    n, _, peers = peers_of(chapter)[problem]
-    run, _ = dict(peers)[name](n, torch)
+def profile_one(torch, build, chapter, problem, name, case_text):
+    spec = Spec.of(chapter)
+    if spec is None or problem not in spec.peers:
+        raise Failure(f"{chapter} lists no PyTorch peer of {problem}")
+    setups = dict(spec.peers[problem])
+    if name not in setups:
+        raise Failure(f"{chapter} {problem} has no peer '{name}' (it has: {', '.join(setups)})")
+    case = RaceModule(RaceModule.path(build, chapter)).case(problem, case_text)
+    run, _ = setups[name](case, torch)
     for _ in range(3):
         run()
     torch.cuda.synchronize()
@@ -244,14 +309,55 @@ def profile_one(torch, chapter, problem, name):
     return 0
 
 
+def peer_rows(torch, build, chapter, spec, ceiling):
+    """The chapter's peer rows, each raced against OURS; and whether one of our versions failed."""
+    module = RaceModule(RaceModule.path(build, chapter))
+    runs, failed = [], False
+    for problem, listed in spec.peers.items():
+        for text in spec.cases_of(problem):
+            case = module.case(problem, text)
+            for name, setup in listed:
+                run, check = setup(case, torch)
+                verdict = check()
+                med, lo, hi, reps = time_ms(torch, run)
+                GBps = case.floor.bytes / (med * 1e-3) / 1e9
+                row = {"problem": problem, "case": case.name, "shape": case.shape, "params": case.params,
+                       "version": name, "summary": f"PyTorch {torch.__version__}", "kind": "peer", "library": "torch",
+                       "bytes": case.floor.bytes, "flops": case.floor.flops, "ms_median": med, "ms_min": lo,
+                       "ms_max": hi, "reps": reps, "GBps": GBps, "fraction_of_copy": GBps / ceiling["GBps"],
+                       "check": verdict}
+                line = f"{chapter} {problem} {case.name} {name}: {med:.4f} ms, {GBps:.1f} GB/s, " \
+                       f"{GBps / ceiling['GBps']:.3f} of copy, {verdict}"
+                if problem in spec.ours:
+                    try:
+                        r = race(torch, module, problem, case.name, spec.ours[problem], run)
+                    except RuntimeError as e:
+                        r = {"version": spec.ours[problem], "check": f"FAIL: {e}"}
+                    row["race"] = r
+                    failed = failed or r["check"] != "pass"
+                    line += (f"; {r['version']} in this process: {r['check']}" if "speed_ratio" not in r else
+                             f"; {r['version']} in this process at {r['speed_ratio']:.3f}x its speed "
+                             f"[{r['speed_ratio_min']:.3f}-{r['speed_ratio_max']:.3f}], {r['check']}")
+                print(line)
+                runs.append(row)
+                del run, check
+                torch.cuda.empty_cache()
+    return runs, failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--profile", nargs=3, metavar=("CHAPTER", "PROBLEM", "NAME"))
+    ap.add_argument("--case", default="", help="with --profile: the case (default: the problem's default case)")
     ap.add_argument("--check-race", nargs=2, metavar=("CHAPTER", "MODULE"))
     ap.add_argument("--launch", action="store_true", help="with --check-race: run the raced versions too")
     ap.add_argument("chapters", nargs="*")
     args = ap.parse_args()
+    known = {c.name for c in chapters.existing()}
+    for ch in args.chapters + ([args.check_race[0]] if args.check_race else []) + ([args.profile[0]] if args.profile else []):
+        if ch not in known:
+            raise Failure(f"no chapter '{ch}' (chapters: {', '.join(sorted(known))})")
     if args.check_race:
         return check_race(*args.check_race, args.launch)
     try:
@@ -263,55 +369,26 @@ def main():
         print("torch sees no CUDA device: no peer rows")
         return 77
     if args.profile:
-        return profile_one(torch, *args.profile)
+        return profile_one(torch, args.build, *args.profile, args.case)
     gpu = torch.cuda.get_device_name()
     ceiling = copy_ceiling(torch)
-    names = args.chapters or [c.name for c in chapters.existing()]
-    failed = False  # one of our versions was wrong, or could not run, in the race
-    for ch in names:
-        spec = spec_of(ch)
-        if spec is None:
+    failed = False
+    for ch in args.chapters or [c.name for c in chapters.existing()]:
+        spec = Spec.of(ch)
+        if spec is None or not spec.peers:
             continue
-        peers, ours, module = spec.PEERS, ours_of(spec), None
-        if ours:
-            path = RaceModule.path(args.build, ch)
-            if os.path.isfile(path):
-                module = RaceModule(path)
-            else:
-                print(f"{ch}: no race module at {path} (build first): no race against our versions")
-        runs = []
-        for problem, (n, bytes_per_element, listed) in peers.items():
-            for name, setup in listed:
-                run, check = setup(n, torch)
-                verdict = check()
-                med, lo, hi, reps = time_ms(torch, run)
-                GBps = n * bytes_per_element / (med * 1e-3) / 1e9
-                runs.append({"problem": problem, "case": f"n={n}", "size": f"n={n}", "shape": [n], "params": {},
-                             "version": name, "summary": f"PyTorch {torch.__version__}", "kind": "peer",
-                             "library": "torch", "bytes": n * bytes_per_element, "flops": 0, "ms_median": med,
-                             "ms_min": lo, "ms_max": hi, "reps": reps, "GBps": GBps,
-                             "fraction_of_copy": GBps / ceiling["GBps"], "check": verdict})
-                line = f"{ch} {problem} {name}: {med:.4f} ms, {GBps:.1f} GB/s, {GBps / ceiling['GBps']:.3f} of copy, {verdict}"
-                if module is not None and problem in ours:
-                    try:
-                        r = race(torch, module, problem, n, ours[problem], run)
-                    except RuntimeError as e:
-                        r = {"version": ours[problem], "check": f"FAIL: {e}"}
-                    runs[-1]["race"] = r
-                    failed = failed or r["check"] != "pass"
-                    line += (f"; {r['version']} in this process: {r['check']}" if "speed_ratio" not in r else
-                             f"; {r['version']} in this process at {r['speed_ratio']:.3f}x its speed "
-                             f"[{r['speed_ratio_min']:.3f}-{r['speed_ratio_max']:.3f}], {r['check']}")
-                print(line)
-                del run, check
-                torch.cuda.empty_cache()
+        runs, bad = peer_rows(torch, args.build, ch, spec, ceiling)
+        failed = failed or bad
         chapters.write_results(args.build, ch, gpu, ".torch.json",
-                               {"library": "torch", "torch": torch.__version__, "copy_ceiling_GBps": ceiling["GBps"],
-                                "copy_ceiling": ceiling, "runs": runs})
+                               {"library": "torch", "torch": torch.__version__, "copy_ceiling": ceiling, "runs": runs})
     if failed:
         print("one of our versions failed its check in the race (see the rows above)")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -20,6 +20,22 @@
 //   word_count(n), word_of(i), bit_of(i), test(words, i), valid_bits(n, w), padding_bits(n)
 // Host only: reference_word(n, w, keep) and reference(n, keep) build a mask from a predicate
 // keep(i) on element indices, for CPU references and tests.
+//
+// Writing the mask from a warp (host and device, so CPU tests check the arithmetic):
+//   One element per lane: __ballot_sync(0xffffffff, keep) is the word of the warp's 32
+//   consecutive elements (all 32 lanes must vote; lanes past n vote false).
+//   A pack of kPer consecutive elements per lane (16-byte loads: 4 floats, 8 halves): the warp
+//   holds 32 * kPer elements, exactly kPer words. Ballot k (k = 0 .. kPer-1) asks every lane
+//   about its k-th element, so bit t of ballot k is element kPer * t + k of the warp's chunk. Word
+//   w is made of lanes (32 / kPer) * w .. (32 / kPer) * (w + 1) - 1, and lane t's k-th element
+//   goes to bit kPer * (t - (32 / kPer) * w) + k. Each ballot therefore contributes a field of
+//   32 / kPer bits to word w, spread out so that consecutive bits land kPer apart, shifted by k:
+//
+//     word w = OR over k of  spread<kPer>( (ballot_k >> (32 / kPer) * w) & field ) << k
+//
+//   word_from_ballots<kPer>(ballots, w) computes it; spread<4> puts bit i of an 8-bit field at bit
+//   4i, spread<8> bit i of a 4-bit field at 8i, each in three shift-or-mask steps (the bit
+//   interleave of Morton codes); spread_loop is the plain definition the tests compare with.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +45,10 @@
 
 #if defined(__CUDACC__)
 #define TUT_BITMASK_HD __host__ __device__
+#define TUT_BITMASK_INLINE __host__ __device__ __forceinline__
 #else
 #define TUT_BITMASK_HD
+#define TUT_BITMASK_INLINE inline
 #endif
 
 namespace tut::bitmask {
@@ -81,6 +99,50 @@ std::vector<Word> reference(std::int64_t n, Keep&& keep) {
   return out;
 }
 
+// ---- Writing words from a warp's ballots ----------------------------------------------------------
+
+// The plain definition: bit i of x (i < 32 / kPer) to bit kPer * i.
+template <int kPer>
+TUT_BITMASK_INLINE Word spread_loop(Word x) {
+  Word out = 0;
+  for (int i = 0; i < kBitsPerWord / kPer; ++i) out |= ((x >> i) & 1u) << (kPer * i);
+  return out;
+}
+
+template <int kPer>
+TUT_BITMASK_INLINE Word spread(Word x) {
+  static_assert(kPer == 1 || kPer == 2 || kPer == 4 || kPer == 8, "a pack of 1, 2, 4 or 8 elements");
+  if constexpr (kPer == 1) {
+    return x;
+  } else if constexpr (kPer == 2) {
+    x &= 0xffffu;
+    x = (x | (x << 8)) & 0x00ff00ffu;
+    x = (x | (x << 4)) & 0x0f0f0f0fu;
+    x = (x | (x << 2)) & 0x33333333u;
+    return (x | (x << 1)) & 0x55555555u;
+  } else if constexpr (kPer == 4) {
+    x &= 0xffu;
+    x = (x | (x << 12)) & 0x000f000fu;
+    x = (x | (x << 6)) & 0x03030303u;
+    return (x | (x << 3)) & 0x11111111u;
+  } else {
+    x &= 0xfu;
+    x = (x | (x << 14)) & 0x00030003u;
+    return (x | (x << 7)) & 0x01010101u;
+  }
+}
+
+// Word w (0 .. kPer-1) of the warp's chunk of 32 * kPer elements, from its kPer ballots.
+template <int kPer>
+TUT_BITMASK_INLINE Word word_from_ballots(const Word (&ballots)[kPer], int w) {
+  constexpr int kLanesPerWord = kBitsPerWord / kPer;
+  constexpr Word kField = kLanesPerWord == 32 ? ~Word{0} : (Word{1} << kLanesPerWord) - 1u;
+  Word word = 0;
+  for (int k = 0; k < kPer; ++k) word |= spread<kPer>((ballots[k] >> (kLanesPerWord * w)) & kField) << k;
+  return word;
+}
+
 }  // namespace tut::bitmask
 
 #undef TUT_BITMASK_HD
+#undef TUT_BITMASK_INLINE

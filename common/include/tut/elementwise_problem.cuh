@@ -1,18 +1,22 @@
 // Per-element problems (one output, 1-3 inputs, out[i] = ref(in0[i], ...)), the shape of
-// chapters 01 and 02, on the general problem model (tut/problem.hpp).
+// chapters 01 and 02, on the problem model (tut/problem.hpp).
 //
 //   auto p = tut::elementwise_problem<float, float>("relu_f32", "y = max(x, 0) on float32",
-//                                                   &relu_ref, 8, 1, tut::Rule::bitwise());
+//                                                   &relu_ref, {"x", "y"}, 1, tut::Rule::bitwise());
 //   p.versions.push_back(tut::elementwise_version<float, float>("v0_naive", "...", &v0_naive<...>,
 //                                                               {TUT_KERNEL(v0_naive_kernel<...>)}));
 //
-// A version's launcher keeps the plain signature (stream, n, out, in...), so a kernel file needs
-// nothing from this header.
+// The floor follows from the operands: each input read once and the output written once, so
+// sizeof(R) + sizeof(In)... bytes per element, and `flops_per_element` operations. A version's
+// launcher keeps the plain signature (stream, n, out, in...), so a kernel file needs nothing from
+// this header.
 #pragma once
 
 #include "tut/arrays.cuh"
 #include "tut/problem.hpp"
 
+#include <array>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -23,70 +27,6 @@
 #include <vector>
 
 namespace tut {
-
-template <class T>
-constexpr const char* dtype_name() {
-  if constexpr (std::is_same_v<T, __half>) return "f16";
-  else if constexpr (std::is_same_v<T, float>) return "f32";
-  else if constexpr (std::is_same_v<T, double>) return "f64";
-  else if constexpr (std::is_same_v<T, std::int8_t>) return "i8";
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return "u8";
-  else if constexpr (std::is_same_v<T, std::int32_t>) return "i32";
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return "u32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "i64";
-  else return "?";
-}
-
-template <class R, class... In>
-class ElementwiseInstance : public Instance {
- public:
-  using Launch = void (*)(cudaStream_t, std::int64_t, R*, const In*...);
-  using Reference = R (*)(In...);
-
-  // Input k is drawn with seed `opt.seed + k * 1000003` and moved `opt.input_offset(k)` elements off
-  // its alignment; the output, named "y", by `opt.output_offset(0)`.
-  ElementwiseInstance(const Case& c, const InstanceOptions& opt, Reference ref, InputSpec spec, Rule rule)
-      : ElementwiseInstance(c.numel(), opt, ref, spec.with_specials(opt.specials && spec.specials), rule,
-                            std::index_sequence_for<In...>{}) {}
-
-  std::int64_t n() const { return n_; }
-  R* out() { return out_.data(); }
-  template <std::size_t K>
-  const auto* in() const { return std::get<K>(in_).data(); }
-
-  void run(Launch launch, cudaStream_t stream) {
-    std::apply([&](auto&... a) { launch(stream, n_, out_.data(), a.data()...); }, in_);
-  }
-
-  void poison(cudaStream_t stream) override { out_.poison(stream); }
-  CheckResult check() override {
-    CheckResult r;
-    r.add(out_.name(), out_.check([&](std::int64_t i) { return reference_at(i); }));
-    return r;
-  }
-  std::size_t working_set() const override { return static_cast<std::size_t>(n_) * (sizeof(R) + (sizeof(In) + ... + 0)); }
-  std::vector<OutputView> output_views() const override {
-    return {OutputView{out_.name(), out_.data(), out_.bytes(), out_.rule()}};
-  }
-
-  R reference_at(std::int64_t i) const {
-    return std::apply([&](const auto&... a) { return ref_(a.at(i)...); }, in_);
-  }
-
- private:
-  template <std::size_t... K>
-  ElementwiseInstance(std::int64_t n, const InstanceOptions& opt, Reference ref, InputSpec spec, Rule rule,
-                      std::index_sequence<K...>)
-      : n_(n),
-        ref_(ref),
-        in_(InputArray<In>(n, opt.seed + 1000003 * K, spec, opt.input_offset(K))...),
-        out_("y", n, rule, opt.output_offset(0)) {}
-
-  std::int64_t n_;
-  Reference ref_;
-  std::tuple<InputArray<In>...> in_;
-  OutputArray<R> out_;
-};
 
 // The sizes of the built-in suite of a per-element problem, 2^10 to 2^28 by factors of 4: the
 // launch-latency region, the L2 region and the DRAM plateau (the sweep plots it).
@@ -99,22 +39,71 @@ inline std::vector<std::int64_t> elementwise_suite_sizes() {
 inline constexpr std::int64_t kDefaultElements = std::int64_t{1} << 28;
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 36;
 
-// The case for --n N or --shape N: one dimension, 1 <= n <= 2^36.
-inline Case elementwise_case(const std::vector<std::int64_t>& shape) {
+// The case for --n N or --shape N: one dimension, 1 <= n <= 2^36 (and no parameters).
+inline Case elementwise_case(const std::vector<std::int64_t>& shape, const Params& params = {}) {
   if (shape.size() != 1)
     throw std::invalid_argument("a per-element problem takes one dimension (n), not a shape of rank " +
                                 std::to_string(shape.size()));
   if (shape[0] < 1 || shape[0] > kMaxElements)
     throw std::invalid_argument("n must be in [1, 2^36], got " + std::to_string(shape[0]));
-  return flat_case(shape[0]);
+  return Case{case_name(shape, params), shape, params};
 }
 
-// A per-element problem: `bytes_per_element` and `flops_per_element` give its floor, `rule` how
-// its output is compared, `spec` how its inputs are drawn (the tests add the special values when
-// spec.specials is set).
+// A flat problem's cases: the default (2^28) and the suite (2^10 ... 2^28), with `params` set.
+template <class Inst>
+void flat_cases(Problem<Inst>& p, const Params& params = {}) {
+  p.default_case = p.case_for({kDefaultElements}, params);
+  p.suite.clear();
+  for (std::int64_t n : elementwise_suite_sizes()) p.suite.push_back(p.case_for({n}, params));
+}
+
 template <class R, class... In>
-Problem<ElementwiseInstance<R, In...>> elementwise_problem(std::string name, std::string description,
-                                                           R (*ref)(In...), std::uint64_t bytes_per_element,
+class ElementwiseInstance : public Instance {
+ public:
+  using Launch = void (*)(cudaStream_t, std::int64_t, R*, const In*...);
+  using Reference = R (*)(In...);
+  static constexpr std::size_t kInputs = sizeof...(In);
+
+  // names: the inputs', then the output's ("x", "y"). Each input is drawn by `spec` (with the
+  // special values when the options ask for them and spec.specials is set).
+  ElementwiseInstance(const Case& c, const InstanceOptions& opt, Reference ref, const std::array<std::string, kInputs + 1>& names,
+                      InputSpec spec, Rule rule)
+      : ElementwiseInstance(c.numel(), opt, ref, names, spec, rule, std::index_sequence_for<In...>{}) {}
+
+  std::int64_t n() const { return n_; }
+  R* out() { return out_.data(); }
+  template <std::size_t K>
+  const auto* in() const { return std::get<K>(in_).get().data(); }
+
+  void run(Launch launch, cudaStream_t stream) {
+    std::apply([&](auto&... a) { launch(stream, n_, out_.data(), a.get().data()...); }, in_);
+  }
+
+  R reference_at(std::int64_t i) const {
+    return std::apply([&](const auto&... a) { return ref_(a.get().at(i)...); }, in_);
+  }
+
+ private:
+  template <std::size_t... K>
+  ElementwiseInstance(std::int64_t n, const InstanceOptions& opt, Reference ref, const std::array<std::string, kInputs + 1>& names,
+                      InputSpec spec, Rule rule, std::index_sequence<K...>)
+      : Instance(opt),
+        n_(n),
+        ref_(ref),
+        in_{std::ref(input<In>(names[K], n, spec))...},  // braces: declared in order
+        out_(output<R>(names[kInputs], n, rule).expect([this](std::int64_t i) { return reference_at(i); })) {}
+
+  std::int64_t n_;
+  Reference ref_;
+  std::tuple<std::reference_wrapper<Array<In>>...> in_;
+  Array<R>& out_;
+};
+
+// A per-element problem: `names` are its inputs' and output's names, `flops_per_element` its
+// arithmetic, `rule` how its output is compared, `spec` how its inputs are drawn.
+template <class R, class... In>
+Problem<ElementwiseInstance<R, In...>> elementwise_problem(std::string name, std::string description, R (*ref)(In...),
+                                                           std::array<std::string, sizeof...(In) + 1> names,
                                                            std::uint64_t flops_per_element, Rule rule,
                                                            InputSpec spec = InputSpec{}.with_specials()) {
   using Inst = ElementwiseInstance<R, In...>;
@@ -122,14 +111,14 @@ Problem<ElementwiseInstance<R, In...>> elementwise_problem(std::string name, std
   p.name = std::move(name);
   p.description = std::move(description);
   p.dtype = dtype_name<R>();
-  p.default_case = flat_case(kDefaultElements);
-  for (std::int64_t n : elementwise_suite_sizes()) p.suite.push_back(flat_case(n));
-  p.case_for_shape = &elementwise_case;
+  p.case_for = [](const std::vector<std::int64_t>& shape, const Params& params) { return elementwise_case(shape, params); };
+  flat_cases(p);
+  constexpr std::uint64_t bytes_per_element = sizeof(R) + (sizeof(In) + ... + 0);
   p.floor = [=](const Case& c) {
     const auto n = static_cast<std::uint64_t>(c.numel());
-    return Floor{n * bytes_per_element, n * flops_per_element};
+    return Floor{n * bytes_per_element, n * flops_per_element, {}};
   };
-  p.make = [=](const Case& c, const InstanceOptions& opt) { return std::make_unique<Inst>(c, opt, ref, spec, rule); };
+  p.make = [=](const Case& c, const InstanceOptions& opt) { return std::make_unique<Inst>(c, opt, ref, names, spec, rule); };
   return p;
 }
 
@@ -142,7 +131,7 @@ Version<ElementwiseInstance<R, In...>> elementwise_version(std::string name, std
   Version<ElementwiseInstance<R, In...>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
-  v.launch = [launcher](ElementwiseInstance<R, In...>& inst, Scratch&, cudaStream_t s) { inst.run(launcher, s); };
+  v.launch = [launcher](ElementwiseInstance<R, In...>& inst, Workspace&, cudaStream_t s) { inst.run(launcher, s); };
   v.kernels = std::move(kernels);
   v.kind = kind;
   v.library = std::move(library);

@@ -61,6 +61,19 @@ struct CopyCeiling {
 // above the copy's even mix of reads and writes.
 CopyCeiling measure_copy_ceiling(int reps = 30, std::size_t min_bytes = std::size_t{1} << 30);
 
+// The SM's arithmetic throughput, measured now: many threads, each with independent chains of
+// fused multiply-adds (FFMA on float, HFMA2 on pairs of halves, two FLOPs per lane per
+// instruction), long enough to run about a millisecond. `sm_clock_MHz` is the SM clock the FP32
+// kernel saw while it ran (clock64() cycles over %globaltimer nanoseconds in one of its blocks):
+// the clock a theoretical peak should be computed at.
+struct ComputeCeiling {
+  double fp32_fma_GFLOPs = 0;
+  double fp16_hfma2_GFLOPs = 0;
+  double sm_clock_MHz = 0;
+  Stats fp32, fp16;  // per launch
+};
+ComputeCeiling measure_compute_ceiling(int reps = 10);
+
 // Latency of one dependent load that misses the caches (a pointer chase over `bytes`), in ns.
 // Unloaded: a lower bound on the latency loads see while the memory system is busy.
 double measure_dram_latency_ns(std::size_t bytes = std::size_t{1} << 30, int hops = 20000);

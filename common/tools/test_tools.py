@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The Python tools answer bad input with one line that names the file or argument, never a
+traceback, and refuse nonsense: a CPU test.
+
+  test_tools.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(tool, *args):
+    p = subprocess.run([sys.executable, os.path.join(HERE, tool), *args], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def main():
+    errors = []
+
+    def expect(tool, args, rcs, text):
+        rc, out = run(tool, *args)
+        if rc not in rcs or text not in out or "Traceback" in out:
+            errors.append(f"{tool} {' '.join(args)}: exit {rc}, output {out.strip()[-300:]!r}; wanted {text!r}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        corrupt, listed, wrong = (os.path.join(tmp, n) for n in ("corrupt", "listed", "wrong"))
+        for d in (corrupt, listed, wrong):
+            os.makedirs(d)
+        with open(os.path.join(corrupt, "GPU.json"), "w") as f:
+            f.write("{ not json")
+        with open(os.path.join(listed, "GPU.json"), "w") as f:
+            json.dump([1, 2], f)
+        with open(os.path.join(wrong, "GPU.sweep.json"), "w") as f:
+            json.dump({"schema_version": 3, "runs": "no"}, f)
+        expect("results_table.py", ["--check", os.path.join(tmp, "missing")], (2,), "no README.md there")
+        expect("results_table.py", ["summary", os.path.join(tmp, "missing")], (2,), "no such folder")
+        expect("results.py", ["--validate", corrupt], (1, 77), "GPU.json")
+        if run("results.py", "--validate", corrupt)[0] == 1:
+            expect("results.py", ["--validate", corrupt], (1,), "not valid JSON")
+            expect("results.py", ["--validate", listed], (1,), "holds a list")
+        expect("sweep.py", ["--plot-only", os.path.join(tmp, "missing.json")], (2,), "no such file")
+        expect("sweep.py", ["--plot-only", os.path.join(corrupt, "GPU.json")], (2,), "not valid JSON")
+        expect("sweep.py", ["--plot-only", os.path.join(listed, "GPU.json")], (2,), "holds a list")
+        expect("sweep.py", ["--plot-only", os.path.join(wrong, "GPU.sweep.json")], (2,), "GPU.sweep.json")
+        expect("sweep.py", ["--build", os.path.join(tmp, "nobuild")], (2,), "no such build folder")
+        expect("torch_peers.py", ["--check-race", "01_elementwise", os.path.join(tmp, "none.so")], (2,),
+               "no race module there")
+        expect("torch_peers.py", ["--check-race", "nosuch", os.path.join(tmp, "none.so")], (2,), "no chapter 'nosuch'")
+        expect("profile.py", ["--build", os.path.join(tmp, "nobuild")], (2,), "not built")
+        expect("profile.py", ["nosuch"], (2,), "no chapter 'nosuch'")
+        expect("migrate_results.py", [os.path.join(tmp, "missing")], (2,), "no such folder")
+    sys.path.insert(0, HERE)
+    import sweep  # noqa: E402
+
+    for name, png in (("a/NVIDIA_H100.sweep.json", "a/NVIDIA_H100.sweep.png"), ("sweepdata", "sweepdata.png")):
+        if sweep.png_path(name) != png:
+            errors.append(f"sweep.png_path({name!r}) is {sweep.png_path(name)!r}, not {png!r}")
+    for e in errors:
+        print("error: " + e)
+    print("the tools' errors are one line each" if not errors else f"{len(errors)} failures")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
