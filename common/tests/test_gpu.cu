@@ -54,7 +54,7 @@ class TwoOutputs : public tut::Instance {
 __global__ void two_outputs_kernel(const std::int32_t* x, std::int32_t* y, std::uint32_t* mask, std::int32_t* total,
                                    std::int64_t n, unsigned* tile_counter, bool flip_a_bit) {
   __shared__ unsigned tile;
-  if (threadIdx.x == 0) tile = atomicAdd(tile_counter, 1u);
+  if (threadIdx.x == 0) tile = tile_counter ? atomicAdd(tile_counter, 1u) : blockIdx.x;  // null: block order
   __syncthreads();
   const std::int64_t i = static_cast<std::int64_t>(tile) * blockDim.x + threadIdx.x;
   const bool in = i < n;
@@ -330,8 +330,18 @@ TEST_CASE("state is restored before every launch: a launch that adds to it passe
   tut::time_kernel(t.launch, tut::TimingOptions{2, 5, 0}, nullptr, t.before);
   TUT_CUDA(cudaDeviceSynchronize());
   CHECK(t.check().ok());  // the last timed launch started from the restored total
-  t.launch(nullptr);      // one more without the reset: the total has moved twice
-  CHECK_FALSE(t.check()["total"].ok());
+  // A version that only adds to the total, launched twice with no reset between: it has moved twice.
+  tut::Version<TwoOutputs> adds;
+  adds.name = "adds";
+  adds.writes = {"total"};
+  adds.launch = [](TwoOutputs& o, tut::Workspace&, cudaStream_t st) {
+    two_outputs_kernel<<<1, 32, 0, st>>>(o.x.data(), o.y.data(), o.mask.data(), o.total.data(), 1, nullptr, false);
+    TUT_CHECK_LAUNCH("two_outputs_kernel");
+  };
+  const tut::Trial twice = tut::make_trial(adds, *inst);
+  CHECK(tut::checked_run(twice).ok());
+  twice.launch(nullptr);
+  CHECK_FALSE(twice.check()["total"].ok());
 }
 
 TEST_CASE("chains: a backward's saved input comes from the forward, and check_chains pairs versions" * tut::needs_gpu()) {

@@ -207,7 +207,7 @@ class Array final : public Operand {
       if (j == begin) j += n_;
       if (j >= len) break;
       if (std::memcmp(&host_[static_cast<std::size_t>(j)], poison, sizeof(T)) != 0)
-        r.add(j - begin, "a write outside [0, " + std::to_string(n_) + ")", "the poison left untouched");
+        r.add(j - begin, "a write outside [0, n)", "the poison left untouched");
     }
   }
 

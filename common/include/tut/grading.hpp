@@ -118,7 +118,8 @@ template <class Inst>
 void check_offsets(const Problem<Inst>& p, const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     std::vector<std::string> names;
-    for (const auto& op : p.make(c, InstanceOptions{})->operands()) names.push_back(op->name());
+    const auto probe = p.make(c, InstanceOptions{});
+    for (const auto& op : probe->operands()) names.push_back(op->name());
     for (const auto& v : p.versions) {
       if (!v.any_alignment) continue;
       for (int off = 0; off < 8; ++off) {
