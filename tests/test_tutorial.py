@@ -13,7 +13,7 @@ Checked, each as a ./tutorial command a learner would type:
     to start it afresh, and following that line works;
   - --builddir and -D without a value give a message, not a bash error;
   - a --suite that names nothing is an error, and no summary from an earlier run is printed;
-  - a run in which no test ran fails;
+  - a run in which no test ran fails (a --list runs none, and is not an error);
   - --suite CHAPTER leaves out the large suite; --suite large and --suite CH:large run it;
   - the summary lists every skipped test with the reason it printed;
   - gpu_arch.py --help, --check, and a bad value.
@@ -221,6 +221,9 @@ def check_tests(s, c):
     c.expect(r.returncode != 0 and "no test ran" in r.stderr and last_line(r.stdout) == "0 passed, 0 failed, 0 skipped",
              "a run in which no test ran fails, and counts nothing", r)
 
+    r = s.run("test", "--list")
+    c.expect(r.returncode == 0 and "passes" in r.stdout and "gpu_large" not in r.stdout and "no test ran" not in r.stderr,
+             "./tutorial test --list lists the tests a plain run would run, and is not an error", r)
     for suite in ("ch", "ch:gpu", "gpu"):
         r = s.run("test", "--suite", suite)
         c.expect(r.returncode == 0 and not large_ran.exists(), f"--suite {suite}: the large suite left out", r)
