@@ -24,7 +24,8 @@ def all_chapters():
 
 
 def existing():
-    return [c for c in all_chapters() if os.path.isdir(c.path)]
+    """The chapters written so far: their folder has a meson.build."""
+    return [c for c in all_chapters() if os.path.isfile(os.path.join(c.path, "meson.build"))]
 
 
 def slug(gpu_name):

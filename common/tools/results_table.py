@@ -230,9 +230,10 @@ def chapters_table():
            " | against the library a user would call, timed in the same process |\n"
     rows = [head, "|---|---|---|" + "---:|" * len(gpus) + "---|\n"]
     for c, res in table:
-        link = f"[{c.name}]({c.name}/README.md)" if os.path.isdir(c.path) else c.name
-        if not os.path.isdir(c.path) or not c.headline:
-            rows.append(f"| {link}: {c.blurb} | – | {'not written yet' if not os.path.isdir(c.path) else '–'} |"
+        written = os.path.isfile(os.path.join(c.path, "README.md"))
+        link = f"[{c.name}]({c.name}/README.md)" if written else c.name
+        if not written or not c.headline:
+            rows.append(f"| {link}: {c.blurb} | – | {'not written yet' if not written else '–'} |"
                         + " – |" * len(gpus) + " – |\n")
             continue
         for k, problem in enumerate(c.headline):
