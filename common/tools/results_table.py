@@ -186,7 +186,7 @@ def short_gpu(name):
 
 def speed_text(ratio, peer):
     """Our speed over the peer's, spelled with its direction."""
-    digits = 3 if abs(ratio - 1) < 0.02 else 2
+    digits = 3 if abs(ratio - 1) < 0.05 else 2
     if ratio >= 1:
         return f"{ratio:.{digits}f}× faster than `{peer}`"
     return f"{ratio:.{digits}f}×, slower than `{peer}`"
