@@ -35,34 +35,28 @@ TEST_CASE("mul_ref: the correctly rounded half product") {
 
 #if TUT_EXERCISES
 #include "exercises/answers.hpp"
+#include "tut/exercise.hpp"
 #include "tut/elementwise.cuh"
 
 #include <string>
 
-// A wrong answer fails with its question's number and hint, never the expected value; the
-// expected values and how they follow from the code are below, for after you have your own.
-namespace {
-void grade(int question, long long answer, long long expected, const std::string& hint) {
-  const bool right = answer == expected;
-  const std::string message = "question " + std::to_string(question) +
-                              (answer == -1 ? " is not answered yet (answers.hpp still says -1)" : " is wrong") +
-                              ". Hint: " + hint;
-  CHECK_MESSAGE(right, message);
-}
-}  // namespace
+// A wrong answer fails with its question's number and hint, never the expected value
+// (tut/exercise.hpp); the expected values and how they follow from the code are below, for after
+// you have your own.
+using tut::grade_answer;
 
 TEST_CASE("exercise: the four numeric answers") {
   // 1. Two float inputs read and one float output written: 3 x 4 bytes.
-  grade(1, exercise::kMulF32BytesPerElement, 3 * static_cast<long long>(sizeof(float)),
+  grade_answer(1, exercise::kMulF32BytesPerElement, 3 * static_cast<long long>(sizeof(float)),
         "count each input read and the output written once, at float32's size");
   // 2. v2_waves' rule: min(ceil(5e6 / 256) = 19532, 108 x (2048 / 256) x 32 = 27648): the work caps it.
-  grade(2, exercise::kV2Blocks, tut::ew::waves_grid_size(5'000'000, 256, 108, 2048),
+  grade_answer(2, exercise::kV2Blocks, tut::ew::waves_grid_size(5'000'000, 256, 108, 2048),
         "blocks = min(ceil(n / 256), SMs x (threads per SM / 256) x 32 waves): which of the two is smaller?");
   // 3. 2048 threads x (one 16-byte pack of x + one of y) = 65536 bytes.
-  grade(3, exercise::kV3HalfKiBPerSm, 2048 * 2 * 16 / 1024,
+  grade_answer(3, exercise::kV3HalfKiBPerSm, 2048 * 2 * 16 / 1024,
         "resident threads x the bytes each has in flight: one 16-byte pack per input");
   // 4. 1024 threads x one 16-byte pack = 16384 bytes.
-  grade(4, exercise::kReluCappedKiBPerSm, 1024 * 16 / 1024,
+  grade_answer(4, exercise::kReluCappedKiBPerSm, 1024 * 16 / 1024,
         "the capped threads x the one 16-byte pack each has in flight");
 }
 #endif

@@ -45,34 +45,28 @@ TEST_CASE("the checked launchers' rule: every pointer aligned to 16 bytes") {
 
 #if TUT_EXERCISES
 #include "exercises/answers.hpp"
+#include "tut/exercise.hpp"
 #include "kernels/mul_tail.cuh"
 
 #include <string>
 
-// A wrong answer fails with its question's number and hint, never the expected value; the
-// expected values and how they follow from the code are below, for after you have your own.
-namespace {
-void grade(int question, long long answer, long long expected, const std::string& hint) {
-  const bool right = answer == expected;
-  const std::string message = "question " + std::to_string(question) +
-                              (answer == -1 ? " is not answered yet (answers.hpp still says -1)" : " is wrong") +
-                              ". Hint: " + hint;
-  CHECK_MESSAGE(right, message);
-}
-}  // namespace
+// A wrong answer fails with its question's number and hint, never the expected value
+// (tut/exercise.hpp); the expected values and how they follow from the code are below, for after
+// you have your own.
+using tut::grade_answer;
 
 TEST_CASE("exercise: the three numeric answers") {
   // 1. k1 writes one 2-byte load per element of each input: 3 inputs x 8 halves per pack.
-  grade(1, exercise::kK1StyleFmaLoadsPerPack, 3 * ch02::kPack,
+  grade_answer(1, exercise::kK1StyleFmaLoadsPerPack, 3 * ch02::kPack,
         "k1's loop issues one 2-byte load per element per input; count fma_f16's inputs");
   // 2. Lane l reads bytes 8l and 8l + 1: the warp spans bytes 0 .. 31 x 8 + 1 = 249 of a
   //    sector-aligned array, which lie in sectors 0 .. 7.
   const long long last_byte = 31 * 8 + static_cast<long long>(sizeof(__half)) - 1;
-  grade(2, exercise::kHalfStride8SectorsPerRequest, last_byte / 32 + 1,
+  grade_answer(2, exercise::kHalfStride8SectorsPerRequest, last_byte / 32 + 1,
         "find the first and the last byte the warp's load touches, and count the 32-byte sectors from one to the other");
   // 3. 2^28 x (4 read + 4 written) bytes / 4000 GB/s = 536.9 us.
   const double floor_us = (std::int64_t{1} << 28) * 8.0 / 4000e9 * 1e6;
-  grade(3, exercise::kCopyFloorMicroseconds, static_cast<long long>(floor_us + 0.5),
+  grade_answer(3, exercise::kCopyFloorMicroseconds, static_cast<long long>(floor_us + 0.5),
         "bytes read plus bytes written, over the ceiling");
 }
 #endif

@@ -104,35 +104,29 @@ TEST_CASE("problems: cases, floors, and the segment parameter (--param segment=S
 
 #if TUT_EXERCISES
 #include "exercises/answers.hpp"
+#include "tut/exercise.hpp"
 #include "kernels/v7_decoupled_lookback.cuh"
 
 #include <string>
 
-// A wrong answer fails with its question's number and hint, never the expected value; the
-// expected values and how they follow from the code are below, for after you have your own.
-namespace {
-void grade(int question, long long answer, long long expected, const std::string& hint) {
-  const bool right = answer == expected;
-  const std::string message = "question " + std::to_string(question) +
-                              (answer == -1 ? " is not answered yet (answers.hpp still says -1)" : " is wrong") +
-                              ". Hint: " + hint;
-  CHECK_MESSAGE(right, message);
-}
-}  // namespace
+// A wrong answer fails with its question's number and hint, never the expected value
+// (tut/exercise.hpp); the expected values and how they follow from the code are below, for after
+// you have your own.
+using tut::grade_answer;
 
 TEST_CASE("exercise: the three numeric answers") {
   // 1. v1_shared_kernel: one barrier after the load, then two per step of its loop
   //    `for (offset = 1; offset < len; offset <<= 1)`: offsets 1 .. 64 for len 100, 7 steps, 15 barriers.
   long long barriers = 1;
   for (std::int64_t offset = 1; offset < 100; offset <<= 1) barriers += 2;
-  grade(1, exercise::kV1BarriersSegment100, barriers,
+  grade_answer(1, exercise::kV1BarriersSegment100, barriers,
         "one barrier after the load, then two per step; a step for each offset 1, 2, 4, ... below the segment's length");
   // 2. tile_reduce_kernel reads x, tile_scan_kernel reads x again and writes y: 3 x 4 bytes x 1e8.
-  grade(2, exercise::kV6BytesFor100M, 3 * 4 * 100'000'000LL,
+  grade_answer(2, exercise::kV6BytesFor100M, 3 * 4 * 100'000'000LL,
         "kernel 1 reads x, kernel 3 reads x again and writes y: count the bytes of each pass over 10^8 int32");
   // 3. V7Config: 7 data warps x 32 lanes x 32 rows x 4 = 28672 elements per tile; the look-back warp
   //    holds none. ceil(1e8 / 28672) = 3488.
-  grade(3, exercise::kV7TilesFor100M, ch03::v7_tile_count(100'000'000),
+  grade_answer(3, exercise::kV7TilesFor100M, ch03::v7_tile_count(100'000'000),
         "a tile is what the data warps hold (the look-back warp holds none; see V7Config), and the last tile may be partial");
 }
 #endif

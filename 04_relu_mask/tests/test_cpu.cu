@@ -171,33 +171,27 @@ TEST_CASE("every launcher rejects a negative n before touching the device") {
 
 #if TUT_EXERCISES
 #include "exercises/answers.hpp"
+#include "tut/exercise.hpp"
 #include "kernels/fwd_v3_ballot_vectorized.cuh"
 
 #include <string>
 
-// A wrong answer fails with its question's number and hint, never the expected value; the
-// expected values and how they follow from the code are below, for after you have your own.
-namespace {
-void grade(int question, long long answer, long long expected, const std::string& hint) {
-  const bool right = answer == expected;
-  const std::string message = "question " + std::to_string(question) +
-                              (answer == -1 ? " is not answered yet (answers.hpp still says -1)" : " is wrong") +
-                              ". Hint: " + hint;
-  CHECK_MESSAGE(right, message);
-}
-}  // namespace
+// A wrong answer fails with its question's number and hint, never the expected value
+// (tut/exercise.hpp); the expected values and how they follow from the code are below, for after
+// you have your own.
+using tut::grade_answer;
 
 TEST_CASE("exercise: the three numeric answers") {
   // 1. Forward: x 4 + r 4 read, y 4 written; backward: dy 4 + y 4 read, dx 4 written.
-  grade(1, exercise::kAddReluYBasedBytesPerElement, (4 + 4 + 4) + (4 + 4 + 4),
+  grade_answer(1, exercise::kAddReluYBasedBytesPerElement, (4 + 4 + 4) + (4 + 4 + 4),
         "forward: read x and r, write y; backward: read dy and y, write dx (autograd hands the same dx to x and r)");
   // 2. ceil(1000 / 32) = 32 words of 4 bytes.
-  grade(2, exercise::kMaskBytesFor1000, 4 * tut::bitmask::word_count(1000),
+  grade_answer(2, exercise::kMaskBytesFor1000, 4 * tut::bitmask::word_count(1000),
         "ceil(n / 32) words of 4 bytes");
   // 3. A half chunk is 32 lanes x 8 halves = 256 elements, 8 words. 2000 / 256 = 7 whole chunks,
   //    7 x 8 = 56 words; the other 208 elements (7 words) go through the partial chunk's ballots.
   constexpr long long per_lane = ch04::kPackOf<__half>;
-  grade(3, exercise::kV3HalfPackedWordsFor2000, 2000 / (32 * per_lane) * per_lane,
+  grade_answer(3, exercise::kV3HalfPackedWordsFor2000, 2000 / (32 * per_lane) * per_lane,
         "a warp's chunk is 32 lanes x one 16-byte pack of halves; only whole chunks take the packed path, "
         "and a chunk stores one word per 32 of its elements");
 }

@@ -90,6 +90,12 @@ TEST_SUITE("gpu") {
     CHECK_FALSE(am.ok());
     CHECK(am["y"].ok());
     CHECK_FALSE(am["mask"].ok());
+    // The same ballot in whole warps, taken in a data-dependent branch: y is right, and the words of
+    // the warps whose lane 0 is not kept (about half, inputs uniform in [-4, 4)) are wrong.
+    const auto branch = grade_forward(ch04::wrong::activemask_in_branch, 1000);
+    CHECK(branch["y"].ok());
+    CHECK_FALSE(branch["mask"].ok());
+    CHECK(branch["mask"].mismatches >= 3);
     // Garbage padding bits: right at n = 1024, wrong in exactly the last word at n = 1000.
     CHECK(grade_forward(ch04::wrong::padding_bits_set, 1024).ok());
     const auto pad = grade_forward(ch04::wrong::padding_bits_set, 1000);

@@ -28,6 +28,9 @@ TEST_CASE("the ballot forwards vote: VOTE in every v2 and v3 kernel, none in v1"
     CHECK(tut::count_opcode(kernel(v2(form)), "VOTE") >= 1);
     CHECK(tut::count_opcode(kernel(v3(form)), "VOTE") >= 1);
     CHECK(tut::count_opcode(kernel(v1(form)), "VOTE") == 0);
+    // No __activemask(): every ballot names the whole warp.
+    CHECK(tut::count_active_mask_reads(kernel(v2(form))) == 0);
+    CHECK(tut::count_active_mask_reads(kernel(v3(form))) == 0);
   }
 }
 
@@ -85,5 +88,7 @@ TEST_CASE("backward: v3 is 128-bit on dy and dx, v2 is not" * doctest::skip(kNoC
 TEST_CASE("exercise: the AddReLU forward uses a warp ballot" * doctest::skip(kNoCuobjdump)) {
   const auto& k = kernel("add_relu_ballot_kernel");
   CHECK_MESSAGE(tut::count_opcode(k, "VOTE") >= 1, "no VOTE in ", k.name, ": use __ballot_sync");
+  CHECK_MESSAGE(tut::count_active_mask_reads(k) == 0, k.name,
+                " reads __activemask() (VOTE.ANY Rd, PT, PT): a ballot must name all 32 lanes, 0xffffffff");
 }
 #endif

@@ -30,6 +30,33 @@ inline void activemask_ballot_block48(cudaStream_t s, const ForwardArgs<float>& 
   TUT_CHECK_LAUNCH("activemask_ballot_kernel");
 }
 
+// The same __activemask() trap in whole warps of 256-thread blocks, where the indexing is right: the
+// source's ballot taken inside a data-dependent branch (y written one way for kept elements and
+// another for the rest). The warp diverges on the branch, and __activemask() names only the lanes
+// on the same side: each side's ballot sees its own lanes, and lane 0 stores its side's word. The
+// word is right only when lane 0 is kept, or when no lane of the warp is.
+__global__ void activemask_in_branch_kernel(std::int64_t n, const float* __restrict__ x, float* __restrict__ y,
+                                            Word* __restrict__ mask) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t base = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x - lane;
+  const std::int64_t i = base + lane;
+  if (i >= n) return;
+  Word word;
+  if (kept(x[i])) {
+    y[i] = x[i];
+    word = __ballot_sync(__activemask(), true);
+  } else {
+    y[i] = relu(x[i]);
+    word = __ballot_sync(__activemask(), false);
+  }
+  if (lane == 0) mask[base / 32] = word;
+}
+inline void activemask_in_branch(cudaStream_t s, const ForwardArgs<float>& a) {
+  if (a.n == 0) return;
+  activemask_in_branch_kernel<<<static_cast<unsigned>((a.n + 255) / 256), 256, 0, s>>>(a.n, a.x, a.y, a.mask);
+  TUT_CHECK_LAUNCH("activemask_in_branch_kernel");
+}
+
 // Builds each word as the complement of a ballot of "not kept". Lanes past n vote false, so their
 // bits come out set: the padding of a partial last word is garbage. Right whenever n % 32 == 0.
 __global__ void complement_kernel(std::int64_t n, const float* __restrict__ x, float* __restrict__ y,

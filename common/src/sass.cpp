@@ -164,6 +164,18 @@ int count_opcode(const SassKernel& k, std::string_view prefix) {
   return n;
 }
 
+int count_active_mask_reads(const SassKernel& k) {
+  int n = 0;
+  for (const auto& i : k.code) {
+    if (i.opcode.rfind("VOTE.ANY", 0) != 0) continue;
+    // "VOTE.ANY R0, PT, PT ;": the vote's predicate is the constant true.
+    std::string t = i.text;
+    t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+    if (t.find(",PT,PT") != std::string::npos) ++n;
+  }
+  return n;
+}
+
 int access_bits(std::string_view opcode) {
   int bits = 32;
   std::size_t pos = 0;

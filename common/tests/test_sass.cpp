@@ -18,3 +18,13 @@ TEST_CASE("disassembled probe kernels show the instructions their source implies
   CHECK(tut::count_opcode(warp, "SHFL") >= 1);
   CHECK(tut::count_opcode(warp, "LDL") == 0);
 }
+
+TEST_CASE("__activemask() shows as a vote of the constant true; a ballot over the whole warp does not" *
+          doctest::skip(!tut::find_cuobjdump())) {
+  const auto kernels = tut::disassemble(tut::sass_subject());
+  const auto& active = tut::find_kernel(kernels, "probe_activemask_ballot");
+  const auto& full = tut::find_kernel(kernels, "probe_full_ballot");
+  CHECK(tut::count_active_mask_reads(active) >= 1);
+  CHECK(tut::count_opcode(full, "VOTE") >= 1);
+  CHECK(tut::count_active_mask_reads(full) == 0);
+}

@@ -48,6 +48,11 @@ const SassKernel& find_kernel(const std::vector<SassKernel>& kernels, std::strin
 // Instructions whose opcode starts with `prefix` ("SHFL", "VOTE", "LDL").
 int count_opcode(const SassKernel& k, std::string_view prefix);
 
+// Instructions that read the set of lanes active at that point: `VOTE.ANY Rd, PT, PT`, what
+// __activemask() compiles to (a ballot of a constant true over whatever lanes happen to be there).
+// A ballot of a predicate over a named mask is `VOTE.ANY Rd, PT, Pn` instead.
+int count_active_mask_reads(const SassKernel& k);
+
 // Access width in bits of a load/store opcode: .128 -> 128, .64 -> 64, .U16/.S16 -> 16,
 // .U8/.S8 -> 8, otherwise 32.
 int access_bits(std::string_view opcode);
