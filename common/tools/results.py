@@ -9,6 +9,7 @@ beside this file:
     <gpu>.sweep.json     sweep    the benchmark over each problem's suite, L2 warm
     <gpu>.torch.json     torch    PyTorch's operators, each raced against our version in one process
     <gpu>.profile.json   profile  Nsight Compute's counters per kernel
+    <gpu>.ceilings.json  ceilings the machine's roofs, measured beside their theoretical values (07)
     <gpu>.sweep.png               the sweep's plot
 
   load(path)             one file, checked: a ResultsError names the file and what is wrong
@@ -36,7 +37,7 @@ import chapters  # noqa: E402
 
 SCHEMA_VERSION = 3
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.schema.json")
-KINDS = ("bench", "sweep", "torch", "profile")
+KINDS = ("bench", "sweep", "torch", "profile", "ceilings")
 
 
 class ResultsError(Exception):
@@ -80,7 +81,8 @@ def load(path, kind=None):
     """The document in `path`, checked against the schema of its kind (from its name unless given)."""
     kind = kind or kind_of(path)
     if kind is None:
-        raise ResultsError(f"{path}: not a results file (expected <gpu>.json, .sweep.json, .torch.json or .profile.json)")
+        raise ResultsError(f"{path}: not a results file (expected <gpu>.json, .sweep.json, .torch.json, .profile.json "
+                           "or .ceilings.json)")
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -102,7 +104,7 @@ def load(path, kind=None):
             check(doc)
         except Exception as e:  # fastjsonschema.JsonSchemaException: its message names the field
             raise ResultsError(f"{path}: does not follow results.schema.json ({kind}): {e}") from None
-    elif not isinstance(doc.get("runs"), list) or any(not isinstance(r, dict) for r in doc["runs"]):
+    elif kind != "ceilings" and (not isinstance(doc.get("runs"), list) or any(not isinstance(r, dict) for r in doc["runs"])):
         raise ResultsError(f"{path}: 'runs' must be a list of objects")
     doc["_file"] = os.path.basename(path)
     doc["_kind"] = kind
