@@ -7,19 +7,23 @@
 //   float   F = 1: y = x + b (FADD)                F >= 2: F / 2 dependent FFMAs, v = v * a + b
 //   half2   F = 1: the low half + b (HADD)         F = 2: HADD2           F >= 4: F / 4 HFMA2s
 //
+// Shape: chapter 01's v4_tiles, one 16-byte pack per thread (4 floats, or 4 pairs of halves) and
+// one tile per block, so 16 bytes are in flight per thread at the memory end; the 4 values of a pack
+// go through 4 independent chains, interleaved, at the compute end. (The first form of this sweep
+// took one value per thread: it reached 0.79 of the copy ceiling at the memory end, chapter 01's
+// v0_naive again, and half the FMA peak at the compute end, where one chain per thread leaves the
+// FMA pipe waiting; the lesson shows both.)
+//
 // Prediction: below the ridge (peak / bandwidth, about 20 FLOP per byte on an H100) the time is the
-// bytes at the copy ceiling whatever F is; above it, F / peak per element, doubling with F. A
-// thread's FMAs form one dependent chain, but a full SM has 16 warps on each scheduler, four times
-// the 4-cycle FMA latency, so the pipe never waits on the chain.
+// bytes at the copy ceiling whatever F is; above it, F / peak per element, doubling with F.
 //
 // The dead-code guard is the output itself: every element's result is stored, and a and b are
-// kernel arguments, so nothing folds and no FMA can be dropped. The SASS test counts them: F / 2
-// FFMAs in the fully unrolled float kernel.
+// kernel arguments, so nothing folds and no FMA can be dropped. The SASS test counts them: 4 x F / 2
+// FFMAs in the fully unrolled float pack kernel.
 //
 // kUnroll is the form of the FMA loop, the performance guide's three `#pragma unroll` forms:
-//   1  `#pragma unroll 1`: a loop of one FFMA and its counter, compare and branch, four
-//      instructions issued per FMA, so at most a quarter of the FMA peak;
-//   4  `#pragma unroll 4`: four FFMAs per iteration and the same three instructions of overhead;
+//   1  `#pragma unroll 1`: a loop of one FFMA per chain (4) and its counter, compare and branch;
+//   4  `#pragma unroll 4`: four FFMAs per chain per iteration (16) and the same overhead;
 //   0  `#pragma unroll` (the trip count is a constant): FFMAs only.
 // SASS shows each (tests/test_sass.cpp); the sweep times them.
 #pragma once
@@ -32,6 +36,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace ch07 {
 
@@ -55,34 +60,84 @@ __device__ __forceinline__ T chain(T v, Fma fma) {
   return v;
 }
 
-template <int kFlops, int kUnroll>
-__global__ void __launch_bounds__(kBlock) sweep_f32_kernel(std::int64_t n, const float* __restrict__ x,
-                                                           float* __restrict__ y, float a, float b) {
-  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kBlock) + threadIdx.x;
-  if (i >= n) return;
-  float v = x[i];
-  if constexpr (kFlops == 1) {
-    v = __fadd_rn(v, b);
-  } else {
-    v = chain<kFlops / 2, kUnroll>(v, [=](float u) { return __fmaf_rn(u, a, b); });
+// The operation F FLOPs stand for, on one value.
+template <int kFlops>
+struct OpF32 {
+  float a, b;
+  __device__ __forceinline__ float first(float v) const { return __fadd_rn(v, b); }  // F = 1
+  __device__ __forceinline__ float fma(float v) const { return __fmaf_rn(v, a, b); }
+};
+template <int kFlops>
+struct OpF16 {
+  __half2 a, b;
+  __device__ __forceinline__ __half2 first(__half2 v) const {  // F = 1: the low half only; F = 2: both
+    if constexpr (kFlops == 1) return __halves2half2(__hadd(__low2half(v), __low2half(b)), __high2half(v));
+    else return __hadd2(v, b);
   }
-  y[i] = v;
+  __device__ __forceinline__ __half2 fma(__half2 v) const { return __hfma2(v, a, b); }
+};
+
+// kPer values in registers, each through its own chain of FMAs, the chains interleaved: iteration
+// k applies FMA k to every value, so kPer independent FMAs are in flight, in the unroll form kUnroll.
+template <int kFmas, int kUnroll, int kPer, class T, class Op>
+__device__ __forceinline__ void chains(T (&v)[kPer], const Op& op) {
+  if constexpr (kUnroll == 1) {
+#pragma unroll 1
+    for (int k = 0; k < kFmas; ++k)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) v[j] = op.fma(v[j]);
+  } else if constexpr (kUnroll == 4) {
+#pragma unroll 4
+    for (int k = 0; k < kFmas; ++k)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) v[j] = op.fma(v[j]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kFmas; ++k)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) v[j] = op.fma(v[j]);
+  }
 }
 
-template <int kFlops, int kUnroll>
-__global__ void __launch_bounds__(kBlock) sweep_f16_kernel(std::int64_t n, const __half2* __restrict__ x,
-                                                           __half2* __restrict__ y, __half2 a, __half2 b) {
+// F FLOPs on kPer values: one FADD (F = 1), else F / (FLOPs per FMA) FMAs each.
+template <int kFlops, int kUnroll, int kPer, class T, class Op>
+__device__ __forceinline__ void apply(T (&v)[kPer], const Op& op) {
+  constexpr int kFlopsPerFma = std::is_same_v<T, float> ? 2 : 4;
+  if constexpr (kFlops < kFlopsPerFma) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) v[j] = op.first(v[j]);
+  } else {
+    chains<kFlops / kFlopsPerFma, kUnroll>(v, op);
+  }
+}
+
+// The main kernel: one 16-byte pack per thread (4 floats, or 4 pairs of halves), one tile of
+// kBlock packs per block, as chapter 01's v4_tiles: 16 bytes in flight per thread at the memory end,
+// four independent chains at the compute end. x and y must be 16-byte aligned; `packs` whole packs.
+template <int kFlops, int kUnroll, class T, class Op>
+__global__ void __launch_bounds__(kBlock) sweep_pack_kernel(std::int64_t packs, const T* __restrict__ x,
+                                                            T* __restrict__ y, Op op) {
+  struct alignas(16) Pack {
+    T v[16 / sizeof(T)];
+  };
+  constexpr int kPer = 16 / sizeof(T);
+  const std::int64_t p = blockIdx.x * static_cast<std::int64_t>(kBlock) + threadIdx.x;
+  if (p >= packs) return;
+  Pack in = reinterpret_cast<const Pack*>(x)[p];
+  apply<kFlops, kUnroll, kPer>(in.v, op);
+  reinterpret_cast<Pack*>(y)[p] = in;
+}
+
+// The rest: one element per thread, for the last n % 4 elements, or all of them when x or y is not
+// 16-byte aligned.
+template <int kFlops, int kUnroll, class T, class Op>
+__global__ void __launch_bounds__(kBlock) sweep_scalar_kernel(std::int64_t n, const T* __restrict__ x,
+                                                              T* __restrict__ y, Op op) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kBlock) + threadIdx.x;
   if (i >= n) return;
-  __half2 v = x[i];
-  if constexpr (kFlops == 1) {
-    v = __halves2half2(__hadd(__low2half(v), __low2half(b)), __high2half(v));
-  } else if constexpr (kFlops == 2) {
-    v = __hadd2(v, b);
-  } else {
-    v = chain<kFlops / 4, kUnroll>(v, [=](__half2 u) { return __hfma2(u, a, b); });
-  }
-  y[i] = v;
+  T v[1] = {x[i]};
+  apply<kFlops, kUnroll, 1>(v, op);
+  y[i] = v[0];
 }
 
 // The launchers: F is a run-time value here and a template constant in the kernel, one
@@ -95,50 +150,53 @@ inline void check_sweep(std::int64_t n, int flops, const char* who) {
 }
 
 namespace detail {
-template <int kFlops, int kUnroll>
-struct F32 {
-  static void run(unsigned grid, cudaStream_t s, std::int64_t n, const float* x, float* y) {
-    sweep_f32_kernel<kFlops, kUnroll><<<grid, kBlock, 0, s>>>(n, x, y, kA, kB);
-    TUT_CHECK_LAUNCH("sweep_f32_kernel");
-  }
-  static const void* kernel() { return reinterpret_cast<const void*>(&sweep_f32_kernel<kFlops, kUnroll>); }
-};
-template <int kFlops, int kUnroll>
-struct F16 {
-  static void run(unsigned grid, cudaStream_t s, std::int64_t n, const __half2* x, __half2* y) {
-    sweep_f16_kernel<kFlops, kUnroll><<<grid, kBlock, 0, s>>>(n, x, y, __floats2half2_rn(kA, kA),
-                                                               __floats2half2_rn(kB, kB));
-    TUT_CHECK_LAUNCH("sweep_f16_kernel");
-  }
-  static const void* kernel() { return reinterpret_cast<const void*>(&sweep_f16_kernel<kFlops, kUnroll>); }
-};
+inline unsigned blocks_for(std::int64_t work) { return static_cast<unsigned>((work + kBlock - 1) / kBlock); }
 
-// Calls Kind<F, kUnroll>::fn for the F given at run time.
-template <template <int, int> class Kind, int kUnroll, class Fn>
+// Runs the kernels of F = kFlops: whole packs if both pointers are 16-byte aligned, then the tail.
+template <int kFlops, int kUnroll, class T, class Op>
+void run(cudaStream_t s, std::int64_t n, const T* x, T* y, Op op) {
+  constexpr std::int64_t kPer = 16 / sizeof(T);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
+  const std::int64_t packs = aligned ? n / kPer : 0, done = packs * kPer;
+  if (packs > 0) {
+    sweep_pack_kernel<kFlops, kUnroll><<<blocks_for(packs), kBlock, 0, s>>>(packs, x, y, op);
+    TUT_CHECK_LAUNCH("sweep_pack_kernel");
+  }
+  if (n > done) {
+    sweep_scalar_kernel<kFlops, kUnroll><<<blocks_for(n - done), kBlock, 0, s>>>(n - done, x + done, y + done, op);
+    TUT_CHECK_LAUNCH("sweep_scalar_kernel");
+  }
+}
+
+// Calls fn(std::integral_constant<int, F>{}) for the F given at run time.
+template <class Fn>
 auto with_flops(int flops, Fn&& fn) {
   switch (flops) {
-    case 1: return fn(Kind<1, kUnroll>{});
-    case 2: return fn(Kind<2, kUnroll>{});
-    case 4: return fn(Kind<4, kUnroll>{});
-    case 8: return fn(Kind<8, kUnroll>{});
-    case 16: return fn(Kind<16, kUnroll>{});
-    case 32: return fn(Kind<32, kUnroll>{});
-    case 64: return fn(Kind<64, kUnroll>{});
-    case 128: return fn(Kind<128, kUnroll>{});
-    case 256: return fn(Kind<256, kUnroll>{});
-    case 512: return fn(Kind<512, kUnroll>{});
-    case 1024: return fn(Kind<1024, kUnroll>{});
-    default: return fn(Kind<2048, kUnroll>{});
+    case 1: return fn(std::integral_constant<int, 1>{});
+    case 2: return fn(std::integral_constant<int, 2>{});
+    case 4: return fn(std::integral_constant<int, 4>{});
+    case 8: return fn(std::integral_constant<int, 8>{});
+    case 16: return fn(std::integral_constant<int, 16>{});
+    case 32: return fn(std::integral_constant<int, 32>{});
+    case 64: return fn(std::integral_constant<int, 64>{});
+    case 128: return fn(std::integral_constant<int, 128>{});
+    case 256: return fn(std::integral_constant<int, 256>{});
+    case 512: return fn(std::integral_constant<int, 512>{});
+    case 1024: return fn(std::integral_constant<int, 1024>{});
+    default: return fn(std::integral_constant<int, 2048>{});
   }
 }
 }  // namespace detail
 
+// Launchers: n values of float, or n pairs of halves; kUnroll 1, 4 or 0 (full).
 template <int kUnroll>
 void sweep_f32(cudaStream_t s, std::int64_t n, int flops, const float* x, float* y) {
   check_sweep(n, flops, "sweep_f32");
   if (n == 0) return;
-  const auto grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-  detail::with_flops<detail::F32, kUnroll>(flops, [&](auto k) { decltype(k)::run(grid, s, n, x, y); });
+  detail::with_flops(flops, [&](auto f) {
+    constexpr int F = decltype(f)::value;
+    detail::run<F, kUnroll>(s, n, x, y, OpF32<F>{kA, kB});
+  });
 }
 
 template <int kUnroll>
@@ -147,18 +205,10 @@ void sweep_f16(cudaStream_t s, std::int64_t n, int flops, const __half2* x, __ha
   if (reinterpret_cast<std::uintptr_t>(x) % 4 != 0 || reinterpret_cast<std::uintptr_t>(y) % 4 != 0)
     throw std::invalid_argument("sweep_f16: x and y must be 4-byte aligned (pairs of halves)");
   if (n == 0) return;
-  const auto grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-  detail::with_flops<detail::F16, kUnroll>(flops, [&](auto k) { decltype(k)::run(grid, s, n, x, y); });
-}
-
-// The kernel a version runs for F, for the registers column.
-template <int kUnroll>
-const void* sweep_f32_kernel_for(int flops) {
-  return detail::with_flops<detail::F32, kUnroll>(flops, [](auto k) { return decltype(k)::kernel(); });
-}
-template <int kUnroll>
-const void* sweep_f16_kernel_for(int flops) {
-  return detail::with_flops<detail::F16, kUnroll>(flops, [](auto k) { return decltype(k)::kernel(); });
+  detail::with_flops(flops, [&](auto f) {
+    constexpr int F = decltype(f)::value;
+    detail::run<F, kUnroll>(s, n, x, y, OpF16<F>{__floats2half2_rn(kA, kA), __floats2half2_rn(kB, kB)});
+  });
 }
 
 }  // namespace ch07

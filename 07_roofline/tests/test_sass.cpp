@@ -25,25 +25,34 @@ int count_hfma2(const tut::SassKernel& k) {
 }
 }  // namespace
 
-TEST_CASE("full unrolling: exactly F / 2 FFMAs, none dropped, no loop" * doctest::skip(kNoCuobjdump)) {
-  for (int f : {2, 8, 64, 2048}) {
-    const auto& k = kernel("sweep_f32_kernel<" + std::to_string(f) + ", 0>");
-    CHECK_MESSAGE(tut::count_opcode(k, "FFMA") == f / 2, k.name);
-    CHECK(tut::loops(k).empty());
-  }
-  CHECK(tut::count_opcode(kernel("sweep_f32_kernel<1, 0>"), "FADD") == 1);
-  CHECK(count_hfma2(kernel("sweep_f16_kernel<2048, 0>")) == 512);
+// The pack kernel of F = f, in unroll form u, on float or on pairs of halves.
+std::string pack(int f, int u, const char* type = "float") {
+  return "sweep_pack_kernel<" + std::to_string(f) + ", " + std::to_string(u) + ", " + type + ",";
 }
 
-TEST_CASE("#pragma unroll 1: one FFMA per loop iteration; unroll 4: four" * doctest::skip(kNoCuobjdump)) {
+TEST_CASE("full unrolling: exactly 4 x F / 2 FFMAs (four values, F / 2 each), none dropped, no loop" *
+          doctest::skip(kNoCuobjdump)) {
+  for (int f : {2, 8, 64, 2048}) {
+    const auto& k = kernel(pack(f, 0));
+    CHECK_MESSAGE(tut::count_opcode(k, "FFMA") == 4 * f / 2, k.name);
+    CHECK(tut::loops(k).empty());
+  }
+  CHECK(tut::count_opcode(kernel(pack(1, 0)), "FADD") == 4);
+  CHECK(count_hfma2(kernel(pack(2048, 0, "__half2"))) == 4 * 2048 / 4);
+  // 16-byte loads and stores: one pack per thread.
+  CHECK(tut::count_memory_ops(kernel(pack(64, 0)), "LDG", 128) == 1);
+  CHECK(tut::count_memory_ops(kernel(pack(64, 0)), "STG", 128) == 1);
+}
+
+TEST_CASE("#pragma unroll 1: one FFMA per chain per loop iteration; unroll 4: four" * doctest::skip(kNoCuobjdump)) {
   for (int unroll : {1, 4}) {
-    const auto& k = kernel("sweep_f32_kernel<2048, " + std::to_string(unroll) + ">");
+    const auto& k = kernel(pack(2048, unroll));
     const auto body = tut::loop_around(k, "FFMA");
     REQUIRE_MESSAGE(!body.empty(), k.name, " has no loop around its FFMAs");
     int ffma = 0;
     for (const auto& i : body) ffma += i.opcode.rfind("FFMA", 0) == 0;
-    CHECK_MESSAGE(ffma == unroll, k.name);
+    CHECK_MESSAGE(ffma == 4 * unroll, k.name);
     // The loop's overhead: at least a counter update and the backward branch besides the FFMAs.
-    CHECK(static_cast<int>(body.size()) >= unroll + 2);
+    CHECK(static_cast<int>(body.size()) >= 4 * unroll + 2);
   }
 }

@@ -413,8 +413,8 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
     sw = std::min<std::size_t>(std::max(sw, r.summary.size()), 56);
   }
   std::cout << pad("version", vw) << "  kind  " << pad("summary", sw) << "  " << pad("regs", 5, true) << "  "
-            << pad("ms median [min-max]", 28) << "  " << pad("GB/s", 7, true) << "  " << pad("of copy", 7, true) << "  "
-            << pad("vs first", 8, true) << "  check\n";
+            << pad("ms median [min-max]", 28) << "  " << pad("GB/s", 7, true) << "  " << pad("GFLOP/s", 8, true) << "  "
+            << pad("of copy", 7, true) << "  " << pad("vs first", 8, true) << "  check\n";
   for (const auto& r : rows) {
     const std::string summary = r.summary.size() > sw ? r.summary.substr(0, sw - 3) + "..." : r.summary;
     if (r.check == "unsupported") {
@@ -425,7 +425,8 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
     std::cout << pad(r.version, vw) << "  " << pad(std::string(kind_name(r.kind)).substr(0, 4), 4) << "  "
               << pad(summary, sw) << "  " << pad(regs_text(r.regs), 5, true) << "  "
               << pad(fmt("%.4f", r.stats.median) + " [" + fmt("%.4f", r.stats.min) + "-" + fmt("%.4f", r.stats.max) + "]", 28)
-              << "  " << pad(fmt("%.1f", r.GBps), 7, true) << "  " << pad(fmt("%.3f", r.fraction_of_copy), 7, true) << "  "
+              << "  " << pad(fmt("%.1f", r.GBps), 7, true) << "  " << pad(fmt("%.1f", r.GFLOPs), 8, true) << "  "
+              << pad(fmt("%.3f", r.fraction_of_copy), 7, true) << "  "
               << pad(fmt("%.2fx", r.speedup_vs_first), 8, true) << "  " << r.check << "\n";
   }
   std::cout << std::flush;
