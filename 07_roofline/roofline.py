@@ -256,9 +256,10 @@ def plot(slug, g, out_dir):
                                                        ("FP16 HFMA2 peak", "fp16_hfma2_GFLOPs")) if key in r]
     top = max([p for _, p in peaks] + [bw * 16])
     for name, b, colour, style in roofs_drawn:
-        for pname, p in peaks or [(None, top)]:
+        caps = peaks or [(None, top)]
+        for k, (pname, p) in enumerate(caps):
             ax.plot(xs, [min(b * x, p) for x in xs], style, color=colour, linewidth=1.0,
-                    label=f"{name} {b:.0f} GB/s" if pname in (None, peaks[0][0]) else None)
+                    label=f"{name} {b:.0f} GB/s" if k == 0 else None)
     for pname, p in peaks:
         ax.axhline(p, color="black", linewidth=0.5, linestyle=":")
         ax.text(xs[-1], p * 1.08, f"{pname} {p / 1000:.1f} TFLOP/s", ha="right", fontsize=8)

@@ -243,6 +243,12 @@ def chapters_table():
             says = "; ".join(f"{g}: " + ", ".join(cells[g][2]) for g in gpus if cells.get(g) and cells[g][2]) or "–"
             name = f"{link}: {c.blurb}" if k == 0 else ""
             rows.append(f"| {name} | `{problem}` | `{best}` | " + " | ".join(fractions) + f" | {says} |\n")
+    # Chapter 07's picture of every version on the roofline, per GPU it ran on.
+    for path in sorted(glob.glob(os.path.join(ROOT, "07_roofline", "results", "*.roofline.png"))):
+        rel = os.path.relpath(path, ROOT)
+        gpu = os.path.basename(path).split(".")[0].replace("_", " ")
+        rows.append(f"\nEvery version of every chapter on the roofline of the {gpu} (chapter 07):\n\n"
+                    f"![every version of every chapter on the roofline of the {gpu}]({rel})\n")
     return "".join(rows)
 
 
