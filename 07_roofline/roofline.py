@@ -37,8 +37,7 @@ COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 LOW_I = 1 / 64  # where a kernel with no arithmetic is drawn (its intensity is 0)
 
 
-class Failure(Exception):
-    """A one-line error for the user."""
+Failure = chapters.Failure
 
 
 def short_gpu(name):
@@ -367,8 +366,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    chapters.run_tool(main)

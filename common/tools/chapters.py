@@ -5,6 +5,8 @@ import os
 import re
 from collections import namedtuple
 
+import sys
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 Chapter = namedtuple("Chapter", "name blurb path headline")
 
@@ -47,3 +49,17 @@ def write_results(build, chapter, gpu, suffix, doc):
         f.write("\n")
     print(f"wrote {path}")
     return path
+
+
+class Failure(Exception):
+    """A tool's one-line error for the user: a bad argument, a missing file or build."""
+
+
+def run_tool(main):
+    """Runs a tool's main(): its return value is the exit code; a Failure is printed as one line
+    ("error: ...") and exits 2, never a traceback."""
+    try:
+        sys.exit(main())
+    except Failure as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

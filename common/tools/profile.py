@@ -195,11 +195,11 @@ def main():
     known = [c.name for c in chapters.existing()]
     for ch in args.chapters:
         if ch not in known:
-            raise torch_peers.Failure(f"no chapter '{ch}' (chapters: {', '.join(known)})")
+            raise chapters.Failure(f"no chapter '{ch}' (chapters: {', '.join(known)})")
     machine_exe = os.path.join(build, "subprojects", "common", "tut_machine")
     sass_exe = os.path.join(build, "subprojects", "common", "tut_sass")
     if not os.path.isfile(machine_exe):
-        raise torch_peers.Failure(f"{args.build}: not built (./tutorial build)")
+        raise chapters.Failure(f"{args.build}: not built (./tutorial build)")
     ncu = find_tool("ncu")
     if not ncu:
         print("ncu (Nsight Compute) not found: no profile written")
@@ -218,7 +218,7 @@ def main():
         listing = json.loads(run_json([bench, "--list-json"]))
         unknown = [p for p in args.problem if p not in {q["problem"] for q in listing}]
         if args.chapters and unknown:
-            raise torch_peers.Failure(f"{ch} has no problem '{unknown[0]}'")
+            raise chapters.Failure(f"{ch} has no problem '{unknown[0]}'")
         sass = {}
         for line in run_json([sass_exe, bench]).splitlines():
             k = json.loads(line)
@@ -246,8 +246,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except torch_peers.Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    chapters.run_tool(main)

@@ -22,8 +22,7 @@ import chapters  # noqa: E402
 import results  # noqa: E402
 
 
-class Failure(Exception):
-    """A one-line error for the user."""
+Failure = chapters.Failure
 
 
 def plot(doc, path):
@@ -128,8 +127,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    chapters.run_tool(main)

@@ -52,8 +52,7 @@ import chapters  # noqa: E402
 RACE_ROUNDS, RACE_REPS = 7, 50
 
 
-class Failure(Exception):
-    """A one-line error for the user: a bad argument, a missing module, a chapter spec that is wrong."""
+Failure = chapters.Failure
 
 
 class Floor:
@@ -387,8 +386,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    chapters.run_tool(main)
