@@ -1,0 +1,42 @@
+// What the backward kernels share: their arguments, and the input element an output's saved
+// index names, in either format.
+#pragma once
+
+#include "kernels/pool.cuh"
+
+namespace ch06 {
+
+template <class T>
+struct BackwardArgs {
+  Window w;
+  const T* dy = nullptr;
+  const std::int64_t* index = nullptr;     // w.indices == int64
+  const std::uint8_t* offset8 = nullptr;   // compact, at most 256 cells
+  const std::int16_t* offset16 = nullptr;  // compact, more
+  T* dx = nullptr;
+};
+
+template <class T>
+void check_backward(const BackwardArgs<T>& a, const char* who) {
+  const Window& w = a.w;
+  const auto fail = [who](const std::string& why) { throw std::invalid_argument(std::string(who) + ": " + why); };
+  if (w.N < 1 || w.C < 1 || w.D < 1 || w.H < 1 || w.W < 1 || w.oD < 1 || w.oH < 1 || w.oW < 1)
+    fail("every dimension must be at least 1");
+  for (int i = 0; i < 3; ++i)
+    if (w.k[i] < 1 || w.s[i] < 1 || w.dil[i] < 1 || w.p[i] < 0 || 2 * w.p[i] > w.k[i])
+      fail("kernel, stride and dilation must be >= 1 and padding in [0, kernel / 2]");
+  if (!a.dy || !a.dx) fail("dy and dx must be device pointers");
+  if (w.indices == IndexFormat::none) fail("the backward needs the forward's indices (int64 or compact)");
+  if (w.indices == IndexFormat::int64 && !a.index) fail("indices=int64 needs the index array");
+  if (w.indices == IndexFormat::compact && !(w.compact8() ? static_cast<const void*>(a.offset8)
+                                                          : static_cast<const void*>(a.offset16)))
+    fail("indices=compact needs the offset array of its width");
+}
+
+// The window cell output o chose, from the compact format.
+template <class T>
+__device__ __forceinline__ int saved_cell(const BackwardArgs<T>& a, std::int64_t o) {
+  return a.w.compact8() ? a.offset8[o] : a.offset16[o];
+}
+
+}  // namespace ch06

@@ -1,0 +1,139 @@
+// fwd v7_channels_last: the layout NDHWC (PyTorch's channels_last_3d), where the C values of one
+// position are adjacent. Consecutive threads take consecutive groups of V channels of the same
+// output position, and each window cell is one 16-byte load of V channels (V = 4 floats or 8
+// halves) when C is a multiple of V and x and y are 16-byte aligned, else V = 1.
+//
+// What changed since v0 on this layout: v0 gives a thread one channel, so a warp's load of a cell
+// is 32 channels x 4 bytes, 128 contiguous bytes, already coalesced; but a thread then has one
+// 4-byte load per cell in flight. Here a thread carries V channels' best values and cells
+// through the window, so each load instruction moves 16 bytes and there are V times fewer threads
+// and instructions. Any window, stride, padding, dilation and ceil_mode (the window loop tests
+// each cell, as v0's does).
+//
+// Prediction: for windows that do not overlap, each input read once in 16-byte accesses, so near
+// the copy ceiling when C >= 32 (a warp's load then covers at least 4 positions x 128 bytes).
+// With overlap the same caching question as v0's; for large overlapping windows the dispatcher
+// prefers v6, which reads this layout too.
+#pragma once
+
+#include "kernels/pool.cuh"
+
+namespace ch06 {
+
+template <int V, class T>
+__global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T> a, FastDiv by_groups,
+                                                                   FastDiv by_ow, FastDiv by_oh, FastDiv by_od) {
+  using Pack = tut::ew::Packed<T, V>;
+  const Window& w = a.w;
+  const std::int64_t groups = w.C / V, total = w.N * w.out_plane() * groups;
+  const bool narrow = total <= kMaxInt32;
+  for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o < total;
+       o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t g, n;
+    int ow, oh, od;
+    if (narrow) {
+      std::uint32_t r = static_cast<std::uint32_t>(o), q = by_groups.div(r);
+      g = r - q * static_cast<std::uint32_t>(groups);
+      r = q;
+      q = by_ow.div(r);
+      ow = static_cast<int>(r - q * w.oW);
+      r = q;
+      q = by_oh.div(r);
+      oh = static_cast<int>(r - q * w.oH);
+      r = q;
+      q = by_od.div(r);
+      od = static_cast<int>(r - q * w.oD);
+      n = q;
+    } else {
+      g = o % groups;
+      std::int64_t r = o / groups;
+      ow = static_cast<int>(r % w.oW);
+      r /= w.oW;
+      oh = static_cast<int>(r % w.oH);
+      r /= w.oH;
+      od = static_cast<int>(r % w.oD);
+      n = r / w.oD;
+    }
+    const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
+    T best[V];
+    int cell[V];
+    const int first = first_cell(w, d0, h0, w0);
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      best[l] = lowest<T>();
+      cell[l] = first;
+    }
+    const T* x = a.x + n * w.in_plane() * w.C + g * V;
+    for (int jd = 0; jd < w.k[0]; ++jd) {
+      const int d = d0 + jd * w.dil[0];
+      if (d < 0 || d >= w.D) continue;
+      for (int jh = 0; jh < w.k[1]; ++jh) {
+        const int h = h0 + jh * w.dil[1];
+        if (h < 0 || h >= w.H) continue;
+        const std::int64_t row = (static_cast<std::int64_t>(d) * w.H + h) * w.W;
+        for (int jw = 0; jw < w.k[2]; ++jw) {
+          const int xw = w0 + jw * w.dil[2];
+          if (xw < 0 || xw >= w.W) continue;
+          const Pack v = *reinterpret_cast<const Pack*>(x + (row + xw) * w.C);
+          const int c = (jd * w.k[1] + jh) * w.k[2] + jw;
+#pragma unroll
+          for (int l = 0; l < V; ++l) {
+            if (replaces(best[l], v.elem[l])) {
+              best[l] = v.elem[l];
+              cell[l] = c;
+            }
+          }
+        }
+      }
+    }
+    const std::int64_t out0 = o * V;  // (n, od, oh, ow, g*V): the output's first channel
+    Pack y;
+#pragma unroll
+    for (int l = 0; l < V; ++l) y.elem[l] = best[l];
+    *reinterpret_cast<Pack*>(a.y + out0) = y;
+    if (w.indices != IndexFormat::none) {
+#pragma unroll
+      for (int l = 0; l < V; ++l) {
+        if (w.indices == IndexFormat::int64) a.index[out0 + l] = flat_index_of(w, d0, h0, w0, cell[l]);
+        else if (w.compact8()) a.offset8[out0 + l] = static_cast<std::uint8_t>(cell[l]);
+        else a.offset16[out0 + l] = static_cast<std::int16_t>(cell[l]);
+      }
+    }
+  }
+}
+
+template <class T>
+std::string fwd_v7_refuses(const Window& w) {
+  if (w.layout != Layout::ndhwc) return "fwd_v7_channels_last reads the layout NDHWC only";
+  return {};
+}
+
+// The pack width a case gets: 16 bytes when C allows and the pointers are aligned, else 1.
+template <class T>
+int fwd_v7_pack(const ForwardArgs<T>& a) {
+  constexpr int V = 16 / sizeof(T);
+  return a.w.C % V == 0 && tut::ew::all_aligned<V>(a.x, static_cast<const T*>(a.y)) ? V : 1;
+}
+
+template <class T>
+void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
+  check_forward(a, "fwd_v7_channels_last");
+  if (const std::string why = fwd_v7_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
+  constexpr int kBlock = 256, kV = 16 / sizeof(T);
+  const int V = fwd_v7_pack(a);
+  const std::int64_t groups = a.w.C / V, total = a.w.N * a.w.out_plane() * groups;
+  const bool narrow = total <= kMaxInt32;
+  const FastDiv g = narrow ? FastDiv(groups) : FastDiv(), ow = narrow ? FastDiv(a.w.oW) : FastDiv(),
+                oh = narrow ? FastDiv(a.w.oH) : FastDiv(), od = narrow ? FastDiv(a.w.oD) : FastDiv();
+  const unsigned grid = grid_for(total, kBlock, "fwd_v7_channels_last");
+  if (V == kV) fwd_v7_channels_last_kernel<kV, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
+  else fwd_v7_channels_last_kernel<1, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
+  TUT_CHECK_LAUNCH("fwd_v7_channels_last_kernel");
+}
+
+template <class T>
+std::vector<const void*> fwd_v7_kernels() {
+  return {TUT_KERNEL(fwd_v7_channels_last_kernel<16 / sizeof(T), T>), TUT_KERNEL(fwd_v7_channels_last_kernel<1, T>)};
+}
+
+}  // namespace ch06

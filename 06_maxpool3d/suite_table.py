@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The suite's summary, one line per case: the best version and its fraction of the copy ceiling,
+the dispatcher's (auto's) fraction and its time over the best version's, PyTorch's fraction, and
+our raced version's speed over PyTorch's in the same process. Then the geometric means.
+
+  suite_table.py RESULTS_DIR            write RESULTS_DIR/<gpu>.suite.txt for each <gpu>.json there
+  suite_table.py --check RESULTS_DIR    exit 1 if a committed <gpu>.suite.txt is not what this makes
+                                        of the JSON beside it (a test: the lesson quotes these files)
+  suite_table.py --check-cases MODULE   the chapter's torch_peers.py CASES name exactly each
+                                        problem's suite (through the race module; no GPU needed)
+
+Reads the results through common/tools/results.py. A case is written short: its shape, kN (the
+window, per axis when not cubic), sN, pN, dN (only when not 0 or 1), ceil, then the layout and the
+index format, and a leading tag for the problem (fwd32, bwd32, fwd16): the lesson's figures select
+lines by that text. "mem" marks the cases where no window overlaps another (stride >= kernel on
+every axis): there the time is the bytes, and the lesson holds them to a fraction of the copy
+ceiling.
+"""
+import argparse
+import glob
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common", "tools"))
+import results  # noqa: E402
+
+TAGS = {"maxpool3d_f32": "fwd32", "maxpool3d_backward_f32": "bwd32", "maxpool3d_f16": "fwd16"}
+RACED = {"maxpool3d_f32": "auto", "maxpool3d_backward_f32": "v1_gather", "maxpool3d_f16": "auto"}
+
+
+def axis_text(prefix, values, skip):
+    if all(v == values[0] for v in values):
+        return "" if values[0] == skip else f"{prefix}{values[0]}"
+    return prefix + "x".join(str(v) for v in values)
+
+
+def short(run):
+    p = run["params"]
+    shape = "x".join(str(d) for d in run["shape"])
+    parts = [shape, axis_text("k", p["kernel"], None), axis_text("s", p["stride"], None),
+             axis_text("p", p["padding"], 0), axis_text("d", p["dilation"], 1), "ceil" if p["ceil_mode"] else "",
+             p["layout"], p["indices"]]
+    return " ".join(x for x in parts if x)
+
+
+def memory_bound(run):
+    p = run["params"]
+    return all(s >= k for s, k in zip(p["stride"], p["kernel"]))
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def table(bench, torch_doc):
+    peers = {(r["problem"], r["case"]): r for r in (torch_doc or {}).get("runs", [])}
+    lines = [f"{bench['gpu']}: results/{bench['_file']} (commit {bench['commit']}, {bench['date']}), "
+             f"copy ceiling {bench['copy_ceiling']['GBps']:.1f} GB/s"]
+    if torch_doc:
+        lines.append(f"PyTorch {torch_doc['torch']}: results/{torch_doc['_file']} ({torch_doc['date']}), "
+                     f"copy ceiling there {torch_doc['copy_ceiling']['GBps']:.1f} GB/s")
+    lines.append("of copy: the floor's bytes per second over the copy ceiling of the same process; auto/best: "
+                 "auto's time over the fastest version's; vs torch: our raced version's speed over PyTorch's, "
+                 "timed in alternating rounds in one process")
+    problems = []
+    for r in bench["runs"]:
+        if r["problem"] not in problems:
+            problems.append(r["problem"])
+    for problem in problems:
+        tag, raced = TAGS.get(problem, problem), RACED.get(problem)
+        runs = [r for r in bench["runs"] if r["problem"] == problem]
+        cases = []
+        for r in runs:
+            if r["case"] not in cases:
+                cases.append(r["case"])
+        lines += ["", f"{problem}: {len(cases)} cases; the raced version is {raced}",
+                  f"{'case':58s} {'best version':20s} {'of copy':>7s} {raced + ' of copy':>14s} {'auto/best':>9s} "
+                  f"{'torch of copy':>13s} {'vs torch':>8s}  mem"]
+        ratios = {"NCDHW": [], "NDHWC": []}
+        worst, mem_fracs = [], []
+        for case in cases:
+            rows = [r for r in runs if r["case"] == case and r["check"] == "pass" and r["kind"] == "own"]
+            if not rows:
+                lines.append(f"{tag} {short(runs[0])}: no version passed")
+                continue
+            best = min(rows, key=lambda r: r["ms_median"])
+            ours = next((r for r in rows if r["version"] == raced), None)
+            peer = peers.get((problem, case))
+            race = (peer or {}).get("race") or {}
+            label = f"{tag} {short(best)}"
+            ours_frac = f"{ours['fraction_of_copy']:.3f}" if ours else "-"
+            over = f"{ours['ms_median'] / best['ms_median']:.3f}" if ours else "-"
+            tf = f"{peer['fraction_of_copy']:.3f}" if peer else "-"
+            vs = f"{race['speed_ratio']:.2f}x" if "speed_ratio" in race else "-"
+            mem = "mem" if memory_bound(best) else ""
+            lines.append(f"{label:58s} {best['version']:20s} {best['fraction_of_copy']:7.3f} {ours_frac:>14s} "
+                         f"{over:>9s} {tf:>13s} {vs:>8s}  {mem}".rstrip())
+            if "speed_ratio" in race:
+                ratios[best["params"]["layout"]].append(race["speed_ratio"])
+                worst.append((race["speed_ratio"], label))
+            if ours and mem:
+                mem_fracs.append(ours["fraction_of_copy"])
+        all_r = ratios["NCDHW"] + ratios["NDHWC"]
+        if all_r:
+            lines.append(f"{tag} geometric mean of {raced}'s speed over PyTorch's: "
+                         f"NCDHW {geomean(ratios['NCDHW']):.2f}x ({len(ratios['NCDHW'])} cases), "
+                         f"NDHWC {geomean(ratios['NDHWC']):.2f}x ({len(ratios['NDHWC'])} cases), "
+                         f"all {geomean(all_r):.2f}x ({len(all_r)} cases)")
+            low = min(worst)
+            lines.append(f"{tag} slowest against PyTorch: {low[0]:.2f}x on {low[1][len(tag) + 1:]}")
+        if mem_fracs:
+            lines.append(f"{tag} {raced} on the cases marked mem: fraction of copy from {min(mem_fracs):.3f} to "
+                         f"{max(mem_fracs):.3f}, geometric mean {geomean(mem_fracs):.3f} ({len(mem_fracs)} cases)")
+    return "\n".join(lines) + "\n"
+
+
+def tables(folder):
+    out = {}
+    if not os.path.isdir(folder):
+        return out
+    for slug, docs in sorted(results.folder(folder).items()):
+        if "bench" in docs:
+            out[os.path.join(folder, f"{slug}.suite.txt")] = table(docs["bench"], docs.get("torch"))
+    return out
+
+
+def check_cases(module_path):
+    sys.path.insert(0, os.path.join(HERE, "..", "common", "tools"))
+    import torch_peers as tp  # common/tools/torch_peers.py: the race module's ctypes wrapper
+    spec = tp.Spec("06_maxpool3d")
+    module = tp.RaceModule(module_path)
+    errors = []
+    for p in module.listing():
+        suite = [c["name"] for c in p["suite"]]
+        listed = [module.case(p["problem"], text).name for text in spec.cases_of(p["problem"])]
+        if sorted(listed) != sorted(suite):
+            missing = [c for c in suite if c not in listed]
+            extra = [c for c in listed if c not in suite]
+            errors.append(f"{p['problem']}: CASES differs from the suite; missing {missing[:3]}, extra {extra[:3]}")
+    for e in errors:
+        print("error: " + e)
+    if not errors:
+        print("torch_peers.py CASES names every suite case of every problem, once")
+    return 1 if errors else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--check-cases", metavar="MODULE")
+    ap.add_argument("folder", nargs="?")
+    args = ap.parse_args()
+    if args.check_cases:
+        return check_cases(args.check_cases)
+    if not args.folder:
+        ap.error("give the results folder")
+    made = tables(args.folder)
+    if args.check:
+        stale = []
+        for path in glob.glob(os.path.join(args.folder, "*.suite.txt")):
+            if path not in made:
+                stale.append(f"{path}: no results file to make it from")
+        for path, text in made.items():
+            have = open(path, encoding="utf-8").read() if os.path.isfile(path) else None
+            if have != text:
+                stale.append(f"{path}: not what suite_table.py makes of the results (run suite_table.py {args.folder})")
+        for s in stale:
+            print("error: " + s)
+        if not stale:
+            print(f"{len(made)} suite table(s) match their results")
+        return 1 if stale else 0
+    for path, text in made.items():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+// Host-only tests: PyTorch's output sizes, every rule a case must satisfy (each a clear error,
+// before anything is launched), the reference's tie and NaN rule, the separable form against the
+// direct one, the fast division, the floors, the dispatcher's rule, and the launchers' argument
+// checks. No GPU needed.
+#include <doctest/doctest.h>
+
+#include "cases.hpp"
+#include "kernels/bwd.cuh"
+#include "kernels/fwd_auto_rule.cuh"
+#include "kernels/pool.cuh"
+#include "reference.hpp"
+#include "tests/gpu_cases.hpp"
+#include "tut/random.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+using ch06::List;
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+tut::Params params(List kernel, List stride = {}, List padding = {0}, List dilation = {1}, std::int64_t ceil_mode = 0,
+                   std::string layout = "NCDHW", std::string indices = "none") {
+  tut::Params p;
+  p.set("kernel", kernel);
+  p.set("stride", stride);
+  p.set("padding", padding);
+  p.set("dilation", dilation);
+  p.set("ceil_mode", ceil_mode);
+  p.set("layout", layout);
+  p.set("indices", indices);
+  return p;
+}
+
+// The error case_for gives, or "" when the case is accepted.
+std::string error_of(const std::vector<std::int64_t>& shape, const tut::Params& p, bool backward = false) {
+  try {
+    ch06::pool_case(shape, p, backward);
+    return "";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
+ch06::Window win(const std::vector<std::int64_t>& shape, const tut::Params& p) {
+  return ch06::window_of_case(ch06::pool_case(shape, p, false));
+}
+}  // namespace
+
+TEST_CASE("output sizes follow PyTorch's formula, ceil_mode's last-window rule included") {
+  using ch06::pooled_size;
+  CHECK(pooled_size(5, 2, 2, 0, 1, false) == 2);
+  CHECK(pooled_size(5, 2, 2, 0, 1, true) == 3);    // the last window starts at 4, inside
+  CHECK(pooled_size(6, 3, 3, 1, 1, false) == 2);
+  CHECK(pooled_size(6, 3, 3, 1, 1, true) == 3);    // ceil gives 4, but window 3 would start at 8 >= 6 + 1
+  CHECK(pooled_size(56, 3, 2, 1, 1, false) == 28);
+  CHECK(pooled_size(57, 3, 2, 1, 1, false) == 29);
+  CHECK(pooled_size(10, 3, 1, 0, 2, false) == 6);  // dilated: the window spans 5 cells
+  CHECK(pooled_size(64, 8, 1, 0, 1, false) == 57);
+  CHECK(pooled_size(2, 3, 1, 0, 1, false) == 0);   // the window is larger than the input
+  CHECK(pooled_size(2, 3, 2, 0, 1, false) == 0);   // rounding toward -inf, not toward 0
+  CHECK(pooled_size(33, 2, 2, 0, 1, true) == 17);
+  CHECK(pooled_size(33, 2, 2, 0, 1, false) == 16);
+}
+
+TEST_CASE("every bad case is a clear error naming the parameter and its value") {
+  const std::vector<std::int64_t> shape = {2, 3, 8, 9, 10};
+  CHECK(error_of(shape, params({3}, {2}, {1})) == "");
+  CHECK(error_of({2, 3, 8, 9}, params({3})).find("5-D shape") != std::string::npos);
+  CHECK(error_of({2, 3, 8, 9, 10, 1}, params({3})).find("rank 6") != std::string::npos);
+  CHECK(error_of({2, 0, 8, 9, 10}, params({3})).find("dimension C") != std::string::npos);
+  CHECK(error_of({2, 3, 8, 9, 0}, params({3})).find("dimension W") != std::string::npos);
+  CHECK(error_of(shape, params({0})).find("kernel 0 along D") != std::string::npos);
+  CHECK(error_of(shape, params({3, -1, 3})).find("kernel -1 along H") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {0})).find("stride 0 along D") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {1, 1, -2})).find("stride -2 along W") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {}, {0}, {0})).find("dilation 0") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {}, {-1})).find("padding -1") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {}, {2})).find("padding 2 along D is more than half of kernel 3") !=
+        std::string::npos);
+  CHECK(error_of(shape, params({4}, {}, {2})) == "");  // 2 <= 4 / 2
+  // PyTorch's 3-D rule compares with the kernel, not the dilated window: kernel 3, dilation 2,
+  // padding 2 is refused though the dilated window spans 5 cells.
+  CHECK(error_of(shape, params({3}, {1}, {2}, {2})).find("more than half of kernel 3") != std::string::npos);
+  CHECK(error_of({1, 1, 2, 9, 9}, params({3})).find("output size along D is 0") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {}, {0}, {1}, 2)).find("ceil_mode is 0 or 1") != std::string::npos);
+  CHECK(error_of(shape, params({3, 3})).find("one value or three") != std::string::npos);
+  CHECK(error_of(shape, params({3}, {}, {1}, {1}, 0, "NCDHW", "none"), true).find("indices is int64 or compact") !=
+        std::string::npos);
+  CHECK(error_of({1, 1, 40, 40, 40}, params({33}, {}, {0}, {1}, 0, "NCDHW", "compact")).find("at most 32768 cells") !=
+        std::string::npos);
+  CHECK(error_of({1, 1, 40, 40, 40}, params({33}, {}, {0}, {1}, 0, "NCDHW", "int64")) == "");
+  CHECK(error_of({1, 1, 1 << 30, 2, 2}, params({1})) == "");
+  CHECK(error_of({1, 1, (std::int64_t{1} << 30) + 1, 2, 2}, params({1})).find("more than 2^30") != std::string::npos);
+}
+
+TEST_CASE("a window that holds no input cell is refused (PyTorch would index outside the input)") {
+  // Kernel 2, dilation 3, padding 1 on an axis of 2: window 0 covers cells -1 and 2, both outside.
+  const auto e = error_of({1, 1, 2, 4, 4}, params({2, 1, 1}, {1}, {1, 0, 0}, {3, 1, 1}));
+  CHECK(e.find("window 0 along D") != std::string::npos);
+  CHECK(e.find("holds no input cell") != std::string::npos);
+  // On an axis of 3 the same window holds cell 2: accepted.
+  CHECK(error_of({1, 1, 3, 4, 4}, params({2, 1, 1}, {1}, {1, 0, 0}, {3, 1, 1})) == "");
+}
+
+TEST_CASE("a case's name writes every parameter per axis and reads back as the same case") {
+  const auto c = ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}), false);
+  CHECK(c.name == "8x64x16x56x56 kernel=3x3x3 stride=2x2x2 padding=1x1x1 dilation=1x1x1 ceil_mode=0 layout=NCDHW "
+                  "indices=none");
+  const auto same_stride = ch06::pool_case({1, 1, 9, 9, 9}, params({3, 2, 1}), false);
+  CHECK(same_stride.params.get<List>("stride") == List{3, 2, 1});  // empty stride: the kernel
+}
+
+namespace {
+// A tiny volume with hand-placed values: D = 1, H = 1, W = 6 (one row), x given.
+struct Row {
+  std::vector<float> x;
+  ch06::Best at(int k, int s, int p, int o) const {
+    const auto w = win({1, 1, 1, 1, static_cast<std::int64_t>(x.size())}, params({1, 1, k}, {1, 1, s}, {0, 0, p}));
+    return ch06::window_max(w, 0, 0, 0, 0, o, [&](std::int64_t e) { return x[static_cast<std::size_t>(e)]; });
+  }
+};
+}  // namespace
+
+TEST_CASE("reference: the first of equal maxima, the last NaN, -inf at the first inside cell") {
+  CHECK(Row{{1, 5, 5, 2, 0, 0}}.at(6, 1, 0, 0).cell == 1);  // ties: the first
+  CHECK(Row{{1, 5, 5, 2, 0, 0}}.at(6, 1, 0, 0).value == 5);
+  const Row nan{{1, kNaN, 7, kNaN, 3, 9}};
+  CHECK(std::isnan(nan.at(6, 1, 0, 0).value));
+  CHECK(nan.at(6, 1, 0, 0).cell == 3);  // the last NaN
+  CHECK(Row{{-kInf, -kInf, -kInf, -kInf}}.at(2, 1, 1, 0).cell == 1);  // padding at cell 0; first inside is 1
+  CHECK(Row{{-kInf, -kInf, -kInf, -kInf}}.at(2, 1, 1, 0).value == -kInf);
+  const Row zeros{{-0.0f, 0.0f, -1, -1}};
+  CHECK(zeros.at(2, 2, 0, 0).cell == 0);  // +0 == -0: the first
+  CHECK(std::signbit(zeros.at(2, 2, 0, 0).value));
+  CHECK(Row{{-3, -2, -1}}.at(3, 1, 1, 0).cell == 2);  // padding counts as -inf: never chosen
+  CHECK(Row{{-3, -2, -1}}.at(3, 1, 1, 0).value == -2);
+}
+
+TEST_CASE("the separable form gives the direct window's value and cell on every output") {
+  // Whole numbers in [-3, 3] with NaN, +-inf and +-0: many ties, NaNs in many windows.
+  const tut::Random rng(20261124);
+  const auto spec = tut::InputSpec::whole_numbers(-3, 3).with_specials();
+  struct Setup {
+    std::vector<std::int64_t> shape;
+    tut::Params p;
+  };
+  const std::vector<Setup> setups = {
+      {{2, 3, 7, 8, 9}, params({3}, {2}, {1})},
+      {{1, 2, 9, 9, 9}, params({3}, {1}, {1})},
+      {{1, 1, 10, 11, 12}, params({2, 3, 4}, {1, 2, 3}, {1, 1, 2})},
+      {{1, 2, 9, 10, 11}, params({3}, {1}, {1}, {2})},
+      {{2, 1, 9, 9, 9}, params({2}, {2}, {1}, {1}, 1)},
+      {{1, 1, 12, 12, 12}, params({8}, {1})},
+      {{2, 3, 5, 6, 7}, params({3}, {2}, {1}, {1}, 0, "NDHWC")},
+  };
+  for (const auto& s : setups) {
+    const auto w = win(s.shape, s.p);
+    INFO(ch06::pool_case(s.shape, s.p, false).name);
+    const auto n = static_cast<std::uint64_t>(w.in_numel());
+    const auto at = [&](std::int64_t e) { return rng.value<float>(static_cast<std::uint64_t>(e), n, spec); };
+    std::int64_t differ = 0;
+    for (std::int64_t o = 0; o < w.out_numel(); ++o) {
+      const auto q = ch06::out_pos(w, o);
+      const auto a = ch06::window_max(w, q.n, q.c, q.od, q.oh, q.ow, at);
+      const auto b = ch06::window_max_separable(w, q.n, q.c, q.od, q.oh, q.ow, at);
+      const bool same = a.cell == b.cell && ((std::isnan(a.value) && std::isnan(b.value)) || a.value == b.value);
+      differ += same ? 0 : 1;
+    }
+    CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("combine is associative, NaN and ties included") {
+  const std::vector<float> vals = {-kInf, -1, 0, -0.0f, 2, 2, kInf, kNaN};
+  for (std::size_t i = 0; i < vals.size(); ++i)
+    for (std::size_t j = 0; j < vals.size(); ++j)
+      for (std::size_t k = 0; k < vals.size(); ++k) {
+        const ch06::Best a{vals[i], 0}, b{vals[j], 1}, c{vals[k], 2};
+        const auto l = ch06::combine(ch06::combine(a, b), c), r = ch06::combine(a, ch06::combine(b, c));
+        CHECK(l.cell == r.cell);
+      }
+}
+
+TEST_CASE("FastDiv divides exactly, and the decoder agrees with out_pos") {
+  for (std::int64_t d : {1, 2, 3, 5, 7, 28, 56, 57, 100, 641, 65535, 65536, 1 << 20, (1 << 30) + 1, 2147483647}) {
+    const ch06::FastDiv f(d);
+    std::int64_t bad = 0;
+    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, d - 1, d, d + 1, 2 * d, std::int64_t{2147483647},
+                           std::int64_t{2147483646}, std::int64_t{1234567891}})
+      if (n >= 0 && n <= 2147483647) bad += f.div(static_cast<std::uint32_t>(n)) != static_cast<std::uint32_t>(n / d);
+    for (std::int64_t n = 0; n < 2147483647; n += 7919 * 13)
+      bad += f.div(static_cast<std::uint32_t>(n)) != static_cast<std::uint32_t>(n / d);
+    INFO("divisor ", d);
+    CHECK(bad == 0);
+  }
+  CHECK_THROWS_AS(ch06::FastDiv(0), std::invalid_argument);
+  for (const char* layout : {"NCDHW", "NDHWC"}) {
+    const auto w = win({3, 5, 7, 9, 11}, params({3}, {2}, {1}, {1}, 0, layout));
+    const ch06::OutDecoder dec(w);
+    std::int64_t bad = 0;
+    for (std::int64_t o = 0; o < w.out_numel(); ++o) {
+      const auto a = dec(o), b = ch06::out_pos(w, o);
+      bad += a.n != b.n || a.c != b.c || a.od != b.od || a.oh != b.oh || a.ow != b.ow;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("floors: x once, y once, the index in its format; the backward reads dy and the index") {
+  const auto f = ch06::forward_floor<float>(ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}), false));
+  const std::uint64_t in = 8ull * 64 * 16 * 56 * 56, out = 8ull * 64 * 8 * 28 * 28;
+  CHECK(f.bytes == 4 * in + 4 * out);
+  CHECK(f.flops == 27 * out);
+  const auto i64 = ch06::forward_floor<float>(
+      ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}, {1}, 0, "NCDHW", "int64"), false));
+  CHECK(i64.bytes == 4 * in + 12 * out);
+  const auto cmp = ch06::forward_floor<float>(
+      ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}, {1}, 0, "NCDHW", "compact"), false));
+  CHECK(cmp.bytes == 4 * in + 5 * out);  // 27 cells: one byte
+  const auto big = ch06::forward_floor<float>(
+      ch06::pool_case({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NCDHW", "compact"), false));
+  CHECK(big.bytes == 4ull * 16 * 64 * 64 * 64 + 6ull * 16 * 57 * 57 * 57);  // 512 cells: two bytes
+  const auto h = ch06::forward_floor<__half>(ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}), false));
+  CHECK(h.bytes == 2 * in + 2 * out);
+  const auto b = ch06::backward_floor<float>(
+      ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}, {1}, 0, "NCDHW", "int64"), true));
+  CHECK(b.bytes == 12 * out + 4 * in);
+}
+
+TEST_CASE("the suites: at least 20 shapes, every one in both layouts, every case valid") {
+  const auto fwd = ch06::forward_suite();
+  CHECK(ch06::suite_shapes().size() >= 17);
+  CHECK(fwd.size() >= 20);
+  std::map<std::string, int> layouts;
+  for (const auto& c : fwd) layouts[c.params.get<std::string>("layout")] += 1;
+  CHECK(layouts["NCDHW"] >= static_cast<int>(ch06::suite_shapes().size()));
+  CHECK(layouts["NDHWC"] == static_cast<int>(ch06::suite_shapes().size()));
+  std::map<std::string, int> names;
+  for (const auto& c : fwd) CHECK(++names[c.name] == 1);
+  CHECK(ch06::backward_suite().size() >= 10);
+}
+
+TEST_CASE("every case the GPU tests use is a valid case") {
+  namespace tc = ch06::test_cases;
+  CHECK(tc::window_cases().size() >= 50);
+  CHECK(tc::special_cases().size() >= 40);
+  CHECK(tc::backward_cases().size() >= 30);
+  for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
+}
+
+TEST_CASE("the dispatcher's rule: separable for large overlapping windows, v7 for NDHWC, else v2 or v0") {
+  using ch06::AutoPick;
+  CHECK(ch06::auto_pick(win({1, 16, 64, 64, 64}, params({8}, {1}))) == AutoPick::v6_separable);
+  CHECK(ch06::auto_pick(win({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NDHWC"))) == AutoPick::v6_separable);
+  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 64}, params({8}, {8}))) == AutoPick::v2_interior_border);
+  CHECK(ch06::auto_pick(win({8, 64, 16, 56, 56}, params({3}, {2}, {1}))) == AutoPick::v2_interior_border);
+  CHECK(ch06::auto_pick(win({8, 64, 16, 56, 56}, params({3}, {2}, {1}, {1}, 0, "NDHWC"))) ==
+        AutoPick::v7_channels_last);
+  CHECK(ch06::auto_pick(win({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2}))) == AutoPick::v0_naive);
+}
+
+TEST_CASE("launchers refuse bad arguments before any launch") {
+  const auto w = win({1, 2, 5, 6, 7}, params({3}, {2}, {1}, {1}, 0, "NCDHW", "int64"));
+  ch06::ForwardArgs<float> a;
+  a.w = w;
+  CHECK_THROWS_AS(ch06::check_forward(a, "test"), std::invalid_argument);  // no pointers
+  std::vector<float> x(1), y(1);
+  a.x = x.data();
+  a.y = y.data();
+  CHECK_THROWS_AS(ch06::check_forward(a, "test"), std::invalid_argument);  // int64 without the index array
+  std::vector<std::int64_t> idx(1);
+  a.index = idx.data();
+  CHECK_NOTHROW(ch06::check_forward(a, "test"));
+  a.w.p[1] = 2;  // padding past kernel / 2
+  CHECK_THROWS_AS(ch06::check_forward(a, "test"), std::invalid_argument);
+  a.w = w;
+  a.w.s[0] = 0;
+  CHECK_THROWS_AS(ch06::check_forward(a, "test"), std::invalid_argument);
+  ch06::BackwardArgs<float> b;
+  b.w = win({1, 2, 5, 6, 7}, params({3}, {2}, {1}));
+  std::vector<float> dy(1), dx(1);
+  b.dy = dy.data();
+  b.dx = dx.data();
+  CHECK_THROWS_AS(ch06::check_backward(b, "test"), std::invalid_argument);  // indices=none: nothing to read
+}
+
+#if TUT_EXERCISES
+#include "exercises/unrolled_padded.cuh"
+
+TEST_CASE("exercise: the window size is one the grader can build cases for") {
+  CHECK(exercise::kKernel >= 2);
+  CHECK(exercise::kKernel <= 8);
+}
+#endif

@@ -1,0 +1,232 @@
+// Every registered version against the CPU reference on the GPU: every window size, stride and
+// padding the lesson names, both layouts, every index format, dilation and ceil_mode, tiny and odd
+// shapes; operands moved off their alignment; the backward on the indices every forward version
+// wrote; the gather's bits from run to run; the grader against known-wrong kernels; and, in the
+// `large` suite, past 2^31 elements.
+#include <doctest/doctest.h>
+
+#include "tests/gpu_cases.hpp"
+#include "tests/wrong_solutions.cuh"
+#include "tut/gpu_test.hpp"
+#include "tut/grading.hpp"
+#include "versions.cuh"
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+using ch06::List;
+using ch06::Spec;
+using namespace ch06::test_cases;
+
+// The forward versions that take a layout, as a problem of their own: check_chains runs every own
+// forward version of the problem it is given, and a version that refuses the case would stop it.
+const tut::ProblemEntry& forward_taking(const std::string& layout) {
+  static const auto keep = [](const std::string& l) {
+    auto p = ch06::forward_f32_problem();
+    std::vector<tut::Version<ch06::FwdInst<float>>> vs;
+    const auto probe = ch06::make_pool_case({{1, 2, 6, 7, 8}, {3}, {2}, {1}, {1}, 0, l}, false);
+    const auto inst = p.make(probe, tut::InstanceOptions{});
+    for (const auto& v : p.versions) {
+      bool takes = v.kind == tut::Kind::own;
+      if (takes && v.setup) {
+        tut::Workspace ws;
+        try {
+          v.setup(*inst, ws);
+        } catch (const tut::Unsupported&) {
+          takes = false;
+        }
+      }
+      if (takes) vs.push_back(v);
+    }
+    p.versions = vs;
+    return p;
+  };
+  static const auto ncdhw = keep("NCDHW"), ndhwc = keep("NDHWC");
+  static const tut::ProblemEntry e_ncdhw = tut::erase(ncdhw), e_ndhwc = tut::erase(ndhwc);
+  return layout == "NDHWC" ? e_ndhwc : e_ncdhw;
+}
+
+template <class Inst>
+const tut::Version<Inst>& version_named(const tut::Problem<Inst>& p, const std::string& name) {
+  for (const auto& v : p.versions)
+    if (v.name == name) return v;
+  throw std::out_of_range("no version " + name);
+}
+
+tut::CheckResult grade_wrong(ch06::FwdLaunch<float> launch, const tut::Case& c) {
+  const auto v = ch06::forward_version<float>("wrong", "", launch, &ch06::takes_all, {});
+  return tut::grade(ch06::maxpool3d_f32(), v, c);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE("maxpool3d_f32: every version on kernels 1-8, strides 1, 2, k, k+1, padding 0, 1, k/2" *
+            tut::needs_gpu()) {
+    tut::check_cases(ch06::maxpool3d_f32(), window_cases());
+  }
+  TEST_CASE("maxpool3d_f32: non-cubic windows, dilation, ceil_mode, tiny and whole-volume windows, each format" *
+            tut::needs_gpu()) {
+    tut::check_cases(ch06::maxpool3d_f32(), special_cases());
+  }
+  TEST_CASE("maxpool3d_f16: every version on the same cases" * tut::needs_gpu()) {
+    tut::check_cases(ch06::maxpool3d_f16(), window_cases());
+    tut::check_cases(ch06::maxpool3d_f16(), special_cases());
+  }
+  TEST_CASE("maxpool3d_backward_f32: both versions, both index formats, both layouts" * tut::needs_gpu()) {
+    tut::check_cases(ch06::maxpool3d_backward_f32(), backward_cases());
+  }
+
+  TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
+    std::vector<tut::Case> cases = {ch06::make_pool_case({{2, 8, 5, 7, 9}, {3}, {2}, {1}, {1}, 0, "NDHWC", "int64"}, false),
+                                    ch06::make_pool_case({{2, 3, 7, 8, 9}, {2}, {2}, {0}, {1}, 0, "NCDHW", "compact"}, false)};
+    if (tut::under_sanitizer()) cases.resize(1);
+    tut::check_offsets(ch06::maxpool3d_f32(), cases);
+    tut::check_offsets(ch06::maxpool3d_f16(), cases);
+    tut::check_offsets(ch06::maxpool3d_backward_f32(),
+                       {ch06::make_pool_case({{2, 8, 5, 7, 9}, {3}, {1}, {1}, {1}, 0, "NDHWC", "compact"}, true)});
+  }
+
+  TEST_CASE("every backward version on the indices every forward version wrote, both formats and layouts" *
+            tut::needs_gpu()) {
+    for (const char* layout : {"NCDHW", "NDHWC"}) {
+      const tut::ProblemEntry& fwd = forward_taking(layout);
+      int own = 0;
+      for (const auto& v : fwd.versions) own += v.kind == tut::Kind::own;
+      CHECK(own >= (std::string(layout) == "NCDHW" ? 8 : 4));
+      std::vector<tut::Case> cases;
+      for (const char* idx : {"int64", "compact"})
+        for (Spec s : std::vector<Spec>{{{2, 3, 9, 10, 11}, {3}, {2}, {1}}, {{1, 2, 12, 12, 12}, {8}, {1}, {4}}}) {
+          s.layout = layout;
+          s.indices = idx;
+          cases.push_back(ch06::make_pool_case(s, true));
+        }
+      if (tut::under_sanitizer()) cases.resize(1);
+      const int pairs = tut::check_chains(ch06::maxpool3d_backward_f32(), cases, &fwd);
+      CHECK(pairs == own * 2 * static_cast<int>(cases.size()));
+    }
+  }
+
+  TEST_CASE("the gather's dx has the same bits on every run; the scatter's need not" * tut::needs_gpu()) {
+    // Stride 1, kernel 3: up to 27 outputs name the same input, so the scatter's atomics collide.
+    // dy is overwritten with non-integer values, whose sums depend on the order of the additions.
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    const auto c = ch06::make_pool_case({{4, 16, 12, 20, 20}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"}, true);
+    const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+    const auto& w = inst->window();
+    std::vector<float> dy(static_cast<std::size_t>(w.out_numel()));
+    tut::Random rng(7);
+    for (std::size_t i = 0; i < dy.size(); ++i)
+      dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0) * 1.0e-3f * static_cast<float>(1 + i % 1000);
+    TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
+    const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
+    auto run = [&](std::size_t v) {
+      const auto t = tut::make_trial(bwd.versions.at(v), *inst);
+      t.poison(nullptr);
+      t.before(nullptr);
+      t.launch(nullptr);
+      std::vector<unsigned char> out(dx_bytes);
+      TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
+      return out;
+    };
+    REQUIRE(bwd.versions.at(1).name == "v1_gather");
+    const auto first = run(1);
+    int gather_differs = 0, scatter_differs = 0;
+    const int runs = tut::under_sanitizer() ? 2 : 20;
+    for (int r = 0; r < runs; ++r) gather_differs += run(1) != first;
+    CHECK(gather_differs == 0);
+    const auto scatter_first = run(0);
+    for (int r = 0; r < runs; ++r) scatter_differs += run(0) != scatter_first;
+    MESSAGE("the atomic scatter's dx differed from its first run's bits in ", scatter_differs, " of ", runs, " runs");
+    // The two agree up to the order of the additions.
+    std::vector<float> g(first.size() / 4), s(first.size() / 4);
+    std::memcpy(g.data(), first.data(), first.size());
+    std::memcpy(s.data(), scatter_first.data(), first.size());
+    int far = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) far += std::fabs(g[i] - s[i]) > 1e-6f * (1.0f + std::fabs(g[i]));
+    CHECK(far == 0);
+  }
+
+  TEST_CASE("the grader rejects known-wrong solutions" * tut::needs_gpu()) {
+    // The source's version 2 was right on its own cases, padding 0 in floor mode ...
+    const auto no_pad = ch06::make_pool_case({{1, 2, 5, 6, 7}, {3}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false);
+    CHECK(grade_wrong(&ch06::wrong::source_v2_no_bounds<3>, no_pad).ok());
+    // ... and is wrong with padding 1, in the values and in the indices ...
+    const auto pad = ch06::make_pool_case({{1, 2, 5, 6, 7}, {3}, {2}, {1}, {1}, 0, "NCDHW", "int64"}, false);
+    const auto r = grade_wrong(&ch06::wrong::source_v2_no_bounds<3>, pad);
+    CHECK_FALSE(r["y"].ok());
+    CHECK_FALSE(r["index"].ok());
+    // ... and with ceil_mode, where the last window reaches past the input.
+    const auto ceil = ch06::make_pool_case({{1, 2, 8, 8, 8}, {3}, {2}, {0}, {1}, 1, "NCDHW", "none"}, false);
+    CHECK_FALSE(grade_wrong(&ch06::wrong::source_v2_no_bounds<3>, ceil).ok());
+    // Ties resolved to the last maximum: the values pass, the indices do not.
+    const auto ties = ch06::make_pool_case({{2, 3, 9, 10, 11}, {3}, {2}, {1}, {1}, 0, "NCDHW", "int64"}, false);
+    const auto t = grade_wrong(&ch06::wrong::last_of_ties, ties);
+    CHECK(t["y"].ok());
+    CHECK_FALSE(t["index"].ok());
+    // fmaxf drops NaN instead of propagating it.
+    const auto plain = ch06::make_pool_case({{2, 3, 9, 10, 11}, {3}, {2}, {1}, {1}, 0, "NCDHW", "none"}, false);
+    CHECK_FALSE(grade_wrong(&ch06::wrong::fmax_drops_nan, plain).ok());
+  }
+
+  TEST_CASE("a version that refuses a case says so instead of failing it" * tut::needs_gpu()) {
+    const auto& p = ch06::maxpool3d_f32();
+    const auto c = ch06::make_pool_case({{1, 2, 6, 7, 8}, {3}, {2}, {1}, {1}, 0, "NDHWC", "none"}, false);
+    CHECK_THROWS_AS(tut::grade(p, version_named(p, "v1_unrolled"), c), tut::Unsupported);  // NCDHW only
+    const auto d = ch06::make_pool_case({{1, 2, 6, 7, 8}, {3}, {1}, {1}, {2}, 0, "NCDHW", "none"}, false);
+    CHECK_THROWS_AS(tut::grade(p, version_named(p, "v2_interior_border"), d), tut::Unsupported);  // dilation 1
+    const auto& dispatcher = version_named(p, "auto");
+    CHECK(tut::grade(p, dispatcher, d).ok());  // auto takes it
+  }
+
+  TEST_CASE("the exercise's cases: a correct unrolled kernel passes them, the source's v2 fails" * tut::needs_gpu()) {
+#if TUT_EXERCISES
+    constexpr std::int64_t K = exercise::kKernel;
+#else
+    constexpr std::int64_t K = 5;
+#endif
+    const auto cases = exercise_cases(K);
+    const auto& p = ch06::maxpool3d_f32();
+    const auto& v1 = version_named(p, "v1_unrolled");
+    for (const auto& c : cases) {
+      const auto r = tut::grade(p, v1, c);
+      CHECK_MESSAGE(r.ok(), c.name, ": ", r.summary());
+    }
+    // The source's v2 for this window size, on a small case with padding 1.
+    const auto pad1 = ch06::make_pool_case({{1, 2, K + 1, K + 2, K + 3}, {K}, {2}, {1}, {1}, 0, "NCDHW", "int64"}, false);
+    CHECK_FALSE(grade_wrong(&ch06::wrong::source_v2_no_bounds<K>, pad1).ok());
+#if TUT_EXERCISES
+    std::vector<tut::Version<ch06::FwdInst<float>>> mine;
+    for (const auto& v : p.versions)
+      if (v.kind == tut::Kind::exercise) mine.push_back(v);
+    REQUIRE(mine.size() == 1);
+    for (const auto& c : cases) {
+      const auto r = tut::grade(p, mine[0], c);
+      CHECK_MESSAGE(r.ok(), "your unrolled_padded on ", c.name, ": ", r.summary());
+    }
+#endif
+  }
+}
+
+// More than 2^31 elements: 32-bit element indexing would wrap here. Run with
+// `meson test -C build --suite large`. The first case's planes fit 32-bit offsets and its output
+// does not pass 2^31; the second's output does (a 1x1x1 window copies the input), so the 64-bit
+// decoding paths run.
+TEST_SUITE("large") {
+  TEST_CASE("maxpool3d_f32: every version on a 2^31 + 33 Mi-element input" *
+            tut::needs_gpu_memory(std::size_t{48} << 30)) {
+    tut::check_all_at(ch06::maxpool3d_f32(),
+                      ch06::make_pool_case({{2, 16, 256, 512, 520}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false));
+  }
+  TEST_CASE("maxpool3d_f32: an output of more than 2^31 elements, both layouts" *
+            tut::needs_gpu_memory(std::size_t{64} << 30)) {
+    for (const char* layout : {"NCDHW", "NDHWC"})
+      tut::check_all_at(ch06::maxpool3d_f32(),
+                        ch06::make_pool_case({{1, 5, 1, 20000, 22000}, {1}, {1}, {0}, {1}, 0, layout, "compact"}, false));
+  }
+}

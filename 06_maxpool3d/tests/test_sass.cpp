@@ -1,0 +1,112 @@
+// The lesson's claims about generated code, checked on the built benchmark's SASS (cuobjdump, no
+// GPU needed).
+#include <doctest/doctest.h>
+
+#include "tut/sass.hpp"
+
+#include <string>
+#include <vector>
+
+namespace {
+const std::vector<tut::SassKernel>& sass() {
+  static const auto k = tut::disassemble(tut::sass_subject());
+  return k;
+}
+const tut::SassKernel& kernel(const std::string& fragment) { return tut::find_kernel(sass(), fragment); }
+const bool kNoCuobjdump = !tut::find_cuobjdump();
+
+// Global loads with and without a predicate (@P0 LDG ...).
+int loads(const tut::SassKernel& k, bool predicated) {
+  int n = 0;
+  for (const auto& i : k.code)
+    if (i.opcode.rfind("LDG", 0) == 0 && (i.text.rfind("@", 0) == 0) == predicated) ++n;
+  return n;
+}
+int spills(const tut::SassKernel& k) { return tut::count_opcode(k, "LDL") + tut::count_opcode(k, "STL"); }
+
+const std::vector<std::string> kUnrolled = {"fwd_v1_unrolled_kernel<", "fwd_v2_interior_border_kernel<",
+                                            "fwd_v4_layout_ncdt_kernel<", "fwd_v5_layout_dhw_kernel<"};
+}  // namespace
+
+TEST_CASE("v1 unrolls a 3x3x3 window: 27 loads, nearly all behind a bounds predicate" * doctest::skip(kNoCuobjdump)) {
+  // The compiler turns one or two of the predicates into a branch around the load; the others stay
+  // predicated (@P LDG), with -inf moved into the register beforehand.
+  const auto& k = kernel("fwd_v1_unrolled_kernel<3, float>");
+  CHECK(loads(k, true) + loads(k, false) >= 27);
+  CHECK(loads(k, true) >= 24);
+  const auto& k2 = kernel("fwd_v1_unrolled_kernel<2, float>");
+  CHECK(loads(k2, true) + loads(k2, false) >= 8);
+}
+
+TEST_CASE("replaces() compiles to compares and selects, with no bool materialized per cell" *
+          doctest::skip(kNoCuobjdump)) {
+  // With `||` the compiler stored each cell's verdict as a byte (PRMT) and tested it again.
+  for (const auto& name : {"fwd_v1_unrolled_kernel<3, float>", "fwd_v2_interior_border_kernel<3, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "PRMT") <= 2);
+    CHECK(tut::count_opcode(k, "FSETP") >= 27);
+  }
+}
+
+TEST_CASE("v2's interior path loads without predicates; its border path keeps them" * doctest::skip(kNoCuobjdump)) {
+  for (const char* t : {"float", "__half"}) {
+    const auto& k = kernel(std::string("fwd_v2_interior_border_kernel<3, ") + t + ">");
+    INFO(k.name);
+    CHECK(loads(k, false) >= 27);
+    CHECK(loads(k, true) >= 27);
+  }
+}
+
+TEST_CASE("v0 divides in 64 bits by calls to a routine; v1's 32-bit path multiplies instead" *
+          doctest::skip(kNoCuobjdump)) {
+  // v0 decodes every output with 64-bit / and %: the compiler calls its division routine.
+  const auto& v0 = kernel("fwd_v0_naive_kernel<float>");
+  CHECK(tut::count_opcode(v0, "CALL") >= 4);
+  // v1's decoder divides with FastDiv when the output has < 2^31 elements: IMAD.HI, the multiply-high.
+  CHECK(tut::count_opcode(kernel("fwd_v1_unrolled_kernel<3, float>"), "IMAD.HI") >= 3);
+}
+
+TEST_CASE("no local-memory spills in the unrolled, tiled, separable, channels-last and backward kernels" *
+          doctest::skip(kNoCuobjdump)) {
+  // The generic bodies (K = 0) keep a word or two on the stack in some of them (v1, v4, v5 at
+  // this writing): not checked.
+  for (const auto& prefix : kUnrolled)
+    for (const char* k : {"2", "3", "4", "8"}) {
+      const auto& kk = kernel(prefix + k + ", float>");
+      INFO(kk.name);
+      CHECK(spills(kk) == 0);
+    }
+  for (const char* name : {"fwd_v3_shared_tile_kernel<float>", "fwd_v6_pass_kernel<float>",
+                           "fwd_v6_last_pass_kernel<float>", "fwd_v7_channels_last_kernel<4, float>",
+                           "bwd_v0_scatter_atomic_kernel<float>", "bwd_v1_gather_kernel<float>"}) {
+    const auto& kk = kernel(name);
+    INFO(kk.name);
+    CHECK(spills(kk) == 0);
+  }
+}
+
+TEST_CASE("v3 stages through shared memory: stores, loads and barriers" * doctest::skip(kNoCuobjdump)) {
+  const auto& k = kernel("fwd_v3_shared_tile_kernel<float>");
+  CHECK(tut::count_opcode(k, "STS") >= 1);
+  CHECK(tut::count_opcode(k, "LDS") >= 1);
+  CHECK(tut::count_opcode(k, "BAR") >= 2);
+}
+
+TEST_CASE("v7 moves 16 bytes per load and per store of y" * doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v7_channels_last_kernel<4, float>", "fwd_v7_channels_last_kernel<8, __half>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "LDG", 128) >= 1);
+    CHECK(tut::count_memory_ops(k, "STG", 128) == 1);
+  }
+  CHECK(tut::count_memory_ops(kernel("fwd_v7_channels_last_kernel<1, float>"), "LDG", 128) == 0);
+}
+
+TEST_CASE("the scatter adds with atomics; the gather has none" * doctest::skip(kNoCuobjdump)) {
+  const auto& scatter = kernel("bwd_v0_scatter_atomic_kernel<float>");
+  CHECK(tut::count_opcode(scatter, "RED") + tut::count_opcode(scatter, "ATOM") >= 1);
+  const auto& gather = kernel("bwd_v1_gather_kernel<float>");
+  CHECK(tut::count_opcode(gather, "RED") + tut::count_opcode(gather, "ATOM") == 0);
+}
+

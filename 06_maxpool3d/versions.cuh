@@ -1,0 +1,217 @@
+// Chapter 06's problems and their ladders, listed once. The benchmark, the GPU tests, the exercise
+// grader and the race module iterate these lists; a new version is one new entry.
+//
+//   maxpool3d_f32           forward on float32: y, and the index in the case's format
+//   maxpool3d_backward_f32  dx from dy and the forward's index (int64 or compact)
+//   maxpool3d_f16           forward on float16, the versions that carry over
+//
+// Cases, suites and floors are in cases.hpp; the instances and their reference in instances.cuh.
+#pragma once
+
+#include "cases.hpp"
+#include "instances.cuh"
+#include "kernels/bwd_v0_scatter_atomic.cuh"
+#include "kernels/bwd_v1_gather.cuh"
+#include "kernels/fwd_auto.cuh"
+#include "kernels/fwd_v0_naive.cuh"
+#include "kernels/fwd_v1_unrolled.cuh"
+#include "kernels/fwd_v2_interior_border.cuh"
+#include "kernels/fwd_v3_shared_tile.cuh"
+#include "kernels/fwd_v4_layout_ncdt.cuh"
+#include "kernels/fwd_v5_layout_dhw.cuh"
+#include "kernels/fwd_v6_separable.cuh"
+#include "kernels/fwd_v7_channels_last.cuh"
+
+#if TUT_EXERCISES
+#include "exercises/unrolled_padded.cuh"
+#endif
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ch06 {
+
+// ---- versions ------------------------------------------------------------------------------------
+
+template <class T>
+using FwdInst = ForwardInstance<T>;
+template <class T>
+using FwdLaunch = void (*)(cudaStream_t, const ForwardArgs<T>&);
+using Refuses = std::string (*)(const Window&);
+
+inline std::string takes_all(const Window&) { return {}; }
+inline std::string undilated_ncdhw(const Window& w) {
+  if (w.layout != Layout::ncdhw) return "reads the layout NCDHW only";
+  if (w.dilated()) return "takes dilation 1 only (v0, v6, v7 and auto take any)";
+  if (!plane_fits_32_bits(w)) return "indexes a plane in 32 bits; this one is larger";
+  return {};
+}
+
+// A forward version: its launcher, and what it refuses (checked in the untimed setup, so the
+// benchmark shows the row as unsupported and the tests report it and go on).
+template <class T>
+tut::Version<FwdInst<T>> forward_version(std::string name, std::string summary, FwdLaunch<T> launch, Refuses refuses,
+                                         std::vector<const void*> kernels, tut::Kind kind = tut::Kind::own) {
+  tut::Version<FwdInst<T>> v;
+  v.name = std::move(name);
+  v.summary = std::move(summary);
+  v.launch = [launch](FwdInst<T>& i, tut::Workspace&, cudaStream_t s) { launch(s, i.args()); };
+  v.setup = [refuses, n = v.name](FwdInst<T>& i, tut::Workspace&) {
+    if (const std::string why = refuses(i.window()); !why.empty()) throw tut::Unsupported(n + ": " + why);
+  };
+  v.kernels = std::move(kernels);
+  v.kind = kind;
+  return v;
+}
+
+// v6 and auto need scratch memory (the passes' intermediates).
+template <class T>
+tut::Version<FwdInst<T>> scratch_version(std::string name, std::string summary,
+                                         void (*launch)(cudaStream_t, const ForwardArgs<T>&, void*, std::size_t),
+                                         std::size_t (*bytes)(const Window&), Refuses refuses,
+                                         std::vector<const void*> kernels) {
+  tut::Version<FwdInst<T>> v = forward_version<T>(std::move(name), std::move(summary), nullptr, refuses, std::move(kernels));
+  v.launch = [launch](FwdInst<T>& i, tut::Workspace& ws, cudaStream_t s) { launch(s, i.args(), ws.data(), ws.bytes()); };
+  v.scratch_bytes = [bytes](const FwdInst<T>& i) { return bytes(i.window()); };
+  return v;
+}
+
+template <class T>
+std::vector<const void*> fwd_v6_kernels() {
+  return {TUT_KERNEL(fwd_v6_pass_kernel<T>), TUT_KERNEL(fwd_v6_last_pass_kernel<T>)};
+}
+
+template <class T>
+void forward_problem_common(tut::Problem<FwdInst<T>>& p) {
+  const std::string dt = tut::dtype_name<T>();
+  p.dtype = dt;
+  p.params = pool_params("none", {"none", "int64", "compact"});
+  p.case_for = [](const std::vector<std::int64_t>& shape, const tut::Params& params) {
+    return pool_case(shape, params, false);
+  };
+  p.floor = &forward_floor<T>;
+  p.make = [](const tut::Case& c, const tut::InstanceOptions& o) { return std::make_unique<FwdInst<T>>(c, o); };
+  p.default_case = make_pool_case(suite_shapes()[0], false);
+}
+
+inline tut::Problem<FwdInst<float>> forward_f32_problem() {
+  using T = float;
+  tut::Problem<FwdInst<T>> p;
+  p.name = "maxpool3d_f32";
+  p.description = "y = max over each window (PyTorch's max_pool3d) and its index, on float32";
+  forward_problem_common(p);
+  p.suite = forward_suite();
+  p.versions = {
+      forward_version<T>("v0_naive", "a thread per output, triple loop, a bounds test per cell, any case",
+                         &fwd_v0_naive<T>, &takes_all, {TUT_KERNEL(fwd_v0_naive_kernel<T>)}),
+      forward_version<T>("v1_unrolled", "kernel 2/3/4/8 as a template, unrolled, strides added, predicated loads",
+                         &fwd_v1_unrolled<T>, &undilated_ncdhw, fwd_v1_kernels<T>()),
+      forward_version<T>("v2_interior_border", "v1 + a test-free path for windows wholly inside the input",
+                         &fwd_v2_interior_border<T>, &undilated_ncdhw, fwd_v2_kernels<T>()),
+      forward_version<T>("v3_shared_tile", "a block copies its tile's input to shared memory, then reads windows there",
+                         &fwd_v3_shared_tile<T>, &fwd_v3_refuses<T>, {TUT_KERNEL(fwd_v3_shared_tile_kernel<T>)}),
+      forward_version<T>("v4_layout_ncdt", "v2's body, the source's blocks (W, H, plane*D) of up to 1024 threads",
+                         &fwd_v4_layout_ncdt<T>, &fwd_v4_refuses<T>, fwd_v4_kernels<T>()),
+      forward_version<T>("v5_layout_dhw", "v2's body, the source's blocks (W, H, D) of one plane",
+                         &fwd_v5_layout_dhw<T>, &fwd_v5_refuses<T>, fwd_v5_kernels<T>()),
+      scratch_version<T>("v6_separable", "three 1-D passes (W, H, D) carrying the cell, through scratch",
+                         &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
+      forward_version<T>("v7_channels_last", "NDHWC: a thread per 4 channels, 16-byte loads along C",
+                         &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v6 for large overlapping windows, else v7 (NDHWC), v2, v0",
+                         &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
+  };
+#if TUT_EXERCISES
+  p.versions.push_back(forward_version<T>("ex_unrolled_padded", "exercise: your unrolled window with padding",
+                                          &exercise::unrolled_padded, &exercise::refuses,
+                                          {TUT_KERNEL(exercise::unrolled_padded_kernel)}, tut::Kind::exercise));
+#endif
+  return p;
+}
+
+inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
+  using T = __half;
+  tut::Problem<FwdInst<T>> p;
+  p.name = "maxpool3d_f16";
+  p.description = "y = max over each window and its index, on float16";
+  forward_problem_common(p);
+  p.suite = half_suite();
+  p.versions = {
+      forward_version<T>("v0_naive", "a thread per output, triple loop, a bounds test per cell, any case",
+                         &fwd_v0_naive<T>, &takes_all, {TUT_KERNEL(fwd_v0_naive_kernel<T>)}),
+      forward_version<T>("v2_interior_border", "v1 + a test-free path for windows wholly inside the input",
+                         &fwd_v2_interior_border<T>, &undilated_ncdhw, fwd_v2_kernels<T>()),
+      scratch_version<T>("v6_separable", "three 1-D passes (W, H, D) carrying the cell, through scratch",
+                         &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
+      forward_version<T>("v7_channels_last", "NDHWC: a thread per 8 channels, 16-byte loads along C",
+                         &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v6 for large overlapping windows, else v7 (NDHWC), v2, v0",
+                         &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
+  };
+  return p;
+}
+
+inline const tut::Problem<FwdInst<float>>& maxpool3d_f32() {
+  static const auto p = forward_f32_problem();
+  return p;
+}
+inline const tut::Problem<FwdInst<__half>>& maxpool3d_f16() {
+  static const auto p = forward_f16_problem();
+  return p;
+}
+
+template <class T>
+using BwdInst = BackwardInstance<T>;
+
+template <class T>
+tut::Version<BwdInst<T>> backward_version(std::string name, std::string summary,
+                                          void (*launch)(cudaStream_t, const BackwardArgs<T>&),
+                                          std::vector<const void*> kernels) {
+  tut::Version<BwdInst<T>> v;
+  v.name = std::move(name);
+  v.summary = std::move(summary);
+  v.launch = [launch](BwdInst<T>& i, tut::Workspace&, cudaStream_t s) { launch(s, i.args()); };
+  v.kernels = std::move(kernels);
+  return v;
+}
+
+inline tut::Problem<BwdInst<float>> backward_f32_problem() {
+  using T = float;
+  tut::Problem<BwdInst<T>> p;
+  p.name = "maxpool3d_backward_f32";
+  p.description = "dx = the sum of dy over the outputs whose index names each input element, on float32";
+  p.dtype = "f32";
+  p.params = pool_params("int64", {"int64", "compact"});
+  p.case_for = [](const std::vector<std::int64_t>& shape, const tut::Params& params) {
+    return pool_case(shape, params, true);
+  };
+  p.floor = &backward_floor<T>;
+  p.make = [](const tut::Case& c, const tut::InstanceOptions& o) { return std::make_unique<BwdInst<T>>(c, o); };
+  Spec d = suite_shapes()[0];
+  d.indices = "int64";
+  p.default_case = make_pool_case(d, true);
+  p.suite = backward_suite();
+  // The index comes from the forward on the same case and seed: int64 or compact, by the case.
+  p.chain.forward = []() -> const tut::ProblemEntry& {
+    static const tut::ProblemEntry e = tut::erase(maxpool3d_f32());
+    return e;
+  };
+  p.chain.links = {{"index", "index"}, {"offset8", "offset8"}, {"offset16", "offset16"}};
+  p.versions = {
+      backward_version<T>("v0_scatter_atomic", "PyTorch's way: zero dx, atomicAdd dy at each output's index",
+                          &bwd_v0_scatter_atomic<T>, {TUT_KERNEL(bwd_v0_scatter_atomic_kernel<T>)}),
+      backward_version<T>("v1_gather", "deterministic: each input sums dy of the covering outputs that chose it",
+                          &bwd_v1_gather<T>, {TUT_KERNEL(bwd_v1_gather_kernel<T>)}),
+  };
+  return p;
+}
+
+inline const tut::Problem<BwdInst<float>>& maxpool3d_backward_f32() {
+  static const auto p = backward_f32_problem();
+  return p;
+}
+
+}  // namespace ch06
