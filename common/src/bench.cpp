@@ -199,10 +199,17 @@ void BenchApp::list(bool json) const {
     std::cout << problems_json(chapter_.problems) << "\n";
     return;
   }
-  const auto floor_text = [](const Floor& f) {
-    std::string s = fmt("%.3f", f.bytes / 1e9) + " GB";
-    if (f.flops) s += ", " + fmt("%.3f", f.flops / 1e9) + " GFLOP";
-    for (const auto& [k, v] : f.models) s += "; " + k + " " + fmt("%.3f", v / 1e9) + " GB";
+  // 1234567 -> "1.235 M": the floor of a small case is not 0.000 GB.
+  const auto scaled = [](double v) {
+    const char* units[] = {" ", " k", " M", " G", " T"};
+    int u = 0;
+    while (v >= 1000 && u < 4) v /= 1000, ++u;
+    return fmt(u ? "%.3f" : "%.0f", v) + units[u];
+  };
+  const auto floor_text = [&](const Floor& f) {
+    std::string s = scaled(static_cast<double>(f.bytes)) + "B";
+    if (f.flops) s += ", " + scaled(static_cast<double>(f.flops)) + "FLOP";
+    for (const auto& [k, v] : f.models) s += "; " + k + " " + scaled(static_cast<double>(v)) + "B";
     return s;
   };
   for (const auto& p : chapter_.problems) {
