@@ -1,0 +1,338 @@
+// Chapter 05's instances (tut/problem.hpp): one case's operands, declared once, and how each is
+// judged against the double-precision reference (reference.hpp).
+//
+// ForwardInstance<T, kAdd>   inputs x (and r), gamma, beta; state running_mean, running_var
+//                            (drawn, updated in place by every launch, restored before every
+//                            launch); outputs y, mask, saved_mean, saved_invstd.
+// BackwardInstance<T, kAdd>  inputs dy, x, gamma (and beta, r: x, gamma, beta and r are drawn from
+//                            the same names and seed as the forward's: the same values); saved inputs saved_mean,
+//                            saved_invstd, mask and y, written by a forward version (the chain);
+//                            outputs dx, dgamma, dbeta (and dr).
+// InferenceInstance<T>       inputs x, gamma, beta, running_mean, running_var; output y.
+//
+// The mask is judged against the kernel's own y everywhere (bit == !(y <= 0)), and against the
+// reference except where the reference's pre-activation lies within y's tolerance of 0. The
+// backward is judged against the statistics and mask the forward saved (as the device held them),
+// so it is graded on whatever forward wrote them.
+#pragma once
+
+#include "bn_shape.hpp"
+#include "kernels/common.cuh"
+#include "reference.hpp"
+#include "tut/arrays.cuh"
+#include "tut/bitmask.cuh"
+#include "tut/problem.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ch05 {
+
+inline Shape4 shape_of(const tut::Case& c) {
+  Shape4 s;
+  s.N = c.shape.at(0);
+  s.C = c.shape.at(1);
+  s.HW = c.shape.at(2) * c.shape.at(3);
+  s.layout = c.params.get<std::string>("layout") == "NHWC" ? Layout::nhwc : Layout::nchw;
+  return s;
+}
+
+// x is uniform in [shift - 3, shift + 3): mean about shift, variance 3.
+inline tut::InputSpec x_spec(const tut::Case& c) {
+  const double shift = c.params.get<double>("shift");
+  return tut::InputSpec::uniform(shift - 3, shift + 3);
+}
+inline tut::InputSpec gamma_spec() { return tut::InputSpec::uniform(0.5, 1.5); }
+inline tut::InputSpec beta_spec() { return tut::InputSpec::uniform(-0.5, 0.5); }
+inline tut::InputSpec running_mean_spec() { return tut::InputSpec::uniform(-1, 1); }
+inline tut::InputSpec running_var_spec() { return tut::InputSpec::uniform(0.5, 2); }
+
+// The rule of an operand judged element by element with its own tolerance (judge()): only its kind
+// matters, "not bitwise".
+constexpr tut::Rule judged() { return tut::Rule::tolerance(0, 0); }
+
+inline bool kept_ref(double s) { return !(s <= 0); }
+
+template <class T, bool kAdd>
+class ForwardInstance : public tut::Instance {
+ public:
+  ForwardInstance(const tut::Case& c, const tut::InstanceOptions& o)
+      : Instance(o),
+        s_(shape_of(c)),
+        eps_(c.params.get<double>("eps")),
+        momentum_(c.params.get<double>("momentum")),
+        x_(input<T>("x", s_.numel(), x_spec(c))),
+        r_(kAdd ? &input<T>("r", s_.numel(), tut::InputSpec::uniform(-2, 2)) : nullptr),
+        gamma_(input<float>("gamma", s_.C, gamma_spec())),
+        beta_(input<float>("beta", s_.C, beta_spec())),
+        running_mean_(state<float>("running_mean", s_.C, running_mean_spec(), judged()).judge([this](std::int64_t ch, float got) {
+          const double m = momentum_, rm0 = running_mean_.at(ch), mean = ref_.mean[ch];
+          const double want = (1 - m) * rm0 + m * mean;
+          return within(got, want, m * mean_tol_[ch] + 4 * kU * (std::fabs(rm0) + std::fabs(want)) + 1e-30);
+        })),
+        running_var_(state<float>("running_var", s_.C, running_var_spec(), judged()).judge([this](std::int64_t ch, float got) {
+          const double m = momentum_, rv0 = running_var_.at(ch), M = static_cast<double>(s_.per_channel());
+          const double unbiased = ref_.var[ch] * M / (M - 1), want = (1 - m) * rv0 + m * unbiased;
+          return within(got, want, m * kVarTol * unbiased + 4 * kU * (std::fabs(rv0) + std::fabs(want)) + 1e-30);
+        })),
+        y_(output<T>("y", s_.numel(), judged()).judge([this](std::int64_t e, T got) {
+          const std::int64_t ch = s_.channel_of(e);
+          const double s = pre(e, ch);
+          return within(as_double(got), s < 0 ? 0.0 : s, tol(e, ch, s));
+        })),
+        mask_(output<Word>("mask", tut::bitmask::word_count(s_.numel()), tut::Rule::bitwise())
+                  .judge([this](std::int64_t w, Word got) { return mask_verdict(w, got); })),
+        saved_mean_(output<float>("saved_mean", s_.C, judged()).judge([this](std::int64_t ch, float got) {
+          return within(got, ref_.mean[ch], mean_tol_[ch]);
+        })),
+        saved_invstd_(output<float>("saved_invstd", s_.C, judged()).judge([this](std::int64_t ch, float got) {
+          return within(got, invstd_[ch], kInvstdTol * invstd_[ch] + 1e-30);
+        })) {}
+
+  const Shape4& shape() const { return s_; }
+  FwdArgs<T> args() {
+    FwdArgs<T> a;
+    a.s = s_;
+    a.x = x_.data();
+    a.r = r_ ? r_->data() : nullptr;
+    a.gamma = gamma_.data();
+    a.beta = beta_.data();
+    a.running_mean = running_mean_.data();
+    a.running_var = running_var_.data();
+    a.y = y_.data();
+    a.mask = mask_.data();
+    a.saved_mean = saved_mean_.data();
+    a.saved_invstd = saved_invstd_.data();
+    a.eps = static_cast<float>(eps_);
+    a.momentum = static_cast<float>(momentum_);
+    return a;
+  }
+  double eps() const { return eps_; }
+  double momentum() const { return momentum_; }
+
+  // The pre-activation of element e (channel ch) in double, from the exact statistics.
+  double pre(std::int64_t e, std::int64_t ch) const {
+    double s = gamma_.at(ch) * (as_double(x_.at(e)) - ref_.mean[ch]) * invstd_[ch] + beta_.at(ch);
+    if constexpr (kAdd) s += as_double(r_->at(e));
+    return s;
+  }
+  // How far a float kernel's pre-activation (and y) may be from it: the mean's and invstd's
+  // tolerances carried through gamma * (x - mean) * invstd, four roundings of each term, and the
+  // rounding to T.
+  double tol(std::int64_t e, std::int64_t ch, double s) const {
+    const double g = gamma_.at(ch), inv = invstd_[ch];
+    const double gx = std::fabs(g * (as_double(x_.at(e)) - ref_.mean[ch]) * inv);
+    const double r = kAdd ? std::fabs(as_double(r_->at(e))) : 0.0;
+    return std::fabs(g) * inv * mean_tol_[ch] + gx * kInvstdTol + 4 * kU * (gx + std::fabs(beta_.at(ch)) + r + std::fabs(s)) +
+           out_rel<T>() * std::fabs(s) + out_abs<T>();
+  }
+
+ protected:
+  void prepare_reference() override {
+    if (!ref_.mean.empty()) return;  // the inputs never change: once per instance
+    ref_ = channel_stats(s_, [this](std::int64_t e) { return as_double(x_.at(e)); });
+    for (std::size_t ch = 0; ch < ref_.mean.size(); ++ch) {
+      invstd_.push_back(1 / std::sqrt(ref_.var[ch] + eps_));
+      mean_tol_.push_back(kMeanTol * (std::fabs(ref_.mean[ch]) + std::sqrt(ref_.var[ch])) + 1e-30);
+    }
+  }
+
+ private:
+  std::string mask_verdict(std::int64_t w, Word got) const {
+    const std::int64_t n = s_.numel();
+    for (int j = 0; j < 32; ++j) {
+      const std::int64_t e = 32 * w + j;
+      const bool bit = (got >> j) & 1u;
+      std::ostringstream why;
+      if (e >= n) {
+        if (!bit) continue;
+        why << "bit " << j << " (past the end) clear";
+        return why.str();
+      }
+      const double y = as_double(y_.host(e));
+      if (bit != kept_ref(y)) {
+        why << "bit " << j << " = " << kept_ref(y) << ", as the kernel's y[" << e << "] = " << y << " says";
+        return why.str();
+      }
+      const std::int64_t ch = s_.channel_of(e);
+      const double s = pre(e, ch);
+      if (bit != kept_ref(s) && std::fabs(s) > tol(e, ch, s)) {
+        why << "bit " << j << " = " << kept_ref(s) << " (pre-activation " << s << ", farther from 0 than " << tol(e, ch, s)
+            << ")";
+        return why.str();
+      }
+    }
+    return "";
+  }
+
+  Shape4 s_;
+  double eps_, momentum_;
+  tut::Array<T>& x_;
+  tut::Array<T>* r_;
+  tut::Array<float>& gamma_;
+  tut::Array<float>& beta_;
+  tut::Array<float>& running_mean_;
+  tut::Array<float>& running_var_;
+  tut::Array<T>& y_;
+  tut::Array<Word>& mask_;
+  tut::Array<float>& saved_mean_;
+  tut::Array<float>& saved_invstd_;
+  ChannelStats ref_;
+  std::vector<double> invstd_, mean_tol_;
+};
+
+template <class T, bool kAdd>
+class BackwardInstance : public tut::Instance {
+ public:
+  BackwardInstance(const tut::Case& c, const tut::InstanceOptions& o)
+      : Instance(o),
+        s_(shape_of(c)),
+        eps_(c.params.get<double>("eps")),
+        dy_(input<T>("dy", s_.numel(), tut::InputSpec::uniform(-1, 1))),
+        x_(input<T>("x", s_.numel(), x_spec(c))),
+        gamma_(input<float>("gamma", s_.C, gamma_spec())),
+        beta_(input<float>("beta", s_.C, beta_spec())),
+        r_(kAdd ? &input<T>("r", s_.numel(), tut::InputSpec::uniform(-2, 2)) : nullptr),
+        saved_mean_(saved<float>("saved_mean", s_.C)),
+        saved_invstd_(saved<float>("saved_invstd", s_.C)),
+        mask_(saved<Word>("mask", tut::bitmask::word_count(s_.numel()))),
+        y_(saved<T>("y", s_.numel())),
+        dx_(output<T>("dx", s_.numel(), judged()).judge([this](std::int64_t e, T got) { return dx_verdict(e, got); })),
+        dgamma_(output<float>("dgamma", s_.C, judged()).judge([this](std::int64_t ch, float got) {
+          const auto& t = sums_[static_cast<std::size_t>(ch)];
+          return within(got, t[1], kSumTol * t[3] + 4 * kU * std::fabs(t[1]) + 1e-30);
+        })),
+        dbeta_(output<float>("dbeta", s_.C, judged()).judge([this](std::int64_t ch, float got) {
+          const auto& t = sums_[static_cast<std::size_t>(ch)];
+          return within(got, t[0], kSumTol * t[2] + 4 * kU * std::fabs(t[0]) + 1e-30);
+        })),
+        dr_(kAdd ? &output<T>("dr", s_.numel(), tut::Rule::bitwise()).expect([this](std::int64_t e) {
+          return kept_at(e) ? dy_.at(e) : T(0.0f);
+        })
+                 : nullptr) {}
+
+  const Shape4& shape() const { return s_; }
+  BwdArgs<T> args() {
+    BwdArgs<T> a;
+    a.s = s_;
+    a.dy = dy_.data();
+    a.x = x_.data();
+    a.gamma = gamma_.data();
+    a.saved_mean = saved_mean_.data();
+    a.saved_invstd = saved_invstd_.data();
+    a.mask = mask_.data();
+    a.y = y_.data();
+    a.dx = dx_.data();
+    a.dgamma = dgamma_.data();
+    a.dbeta = dbeta_.data();
+    a.dr = dr_ ? dr_->data() : nullptr;
+    return a;
+  }
+
+  double eps() const { return eps_; }
+  // beta and r are the forward's (same names, same seed); only cuDNN's fused backward, which runs
+  // its own forward in its setup, reads them.
+  const float* beta_data() { return beta_.data(); }
+  const T* r_data() { return r_ ? r_->data() : nullptr; }
+
+  // The saved mask's bit for element e (as the forward wrote it, checked when it was written).
+  bool kept_at(std::int64_t e) const { return (mask_.host(tut::bitmask::word_of(e)) >> tut::bitmask::bit_of(e)) & 1u; }
+
+ protected:
+  // Per channel: sum g, sum g * x^, sum |g|, sum |g * x^|, with the saved statistics.
+  void prepare_reference() override {
+    sums_ = channel_sums<4>(s_, [this](std::int64_t e, std::int64_t ch) {
+      const double g = kept_at(e) ? as_double(dy_.at(e)) : 0.0;
+      const double xh = (as_double(x_.at(e)) - saved_mean_.host(ch)) * saved_invstd_.host(ch);
+      return std::array<double, 4>{g, g * xh, std::fabs(g), std::fabs(g * xh)};
+    });
+  }
+
+ private:
+  // dx = A * (g - dbeta / M - x^ * dgamma / M), A = gamma * invstd. The tolerance carries the two
+  // sums' tolerances (divided by M) and four roundings of each term, times A.
+  std::string dx_verdict(std::int64_t e, T got) const {
+    const std::int64_t ch = s_.channel_of(e);
+    const auto& t = sums_[static_cast<std::size_t>(ch)];
+    const double M = static_cast<double>(s_.per_channel()), inv = saved_invstd_.host(ch);
+    const double A = gamma_.at(ch) * inv;
+    const double g = kept_at(e) ? as_double(dy_.at(e)) : 0.0;
+    const double xh = (as_double(x_.at(e)) - saved_mean_.host(ch)) * inv;
+    const double want = A * (g - t[0] / M - xh * t[1] / M);
+    const double tol = std::fabs(A) * (4 * kU * (std::fabs(g) + (std::fabs(t[0]) + std::fabs(xh * t[1])) / M) +
+                                       (kSumTol * t[2] + std::fabs(xh) * kSumTol * t[3]) / M) +
+                       out_rel<T>() * std::fabs(want) + out_abs<T>();
+    return within(as_double(got), want, tol);
+  }
+
+  Shape4 s_;
+  double eps_;
+  tut::Array<T>& dy_;
+  tut::Array<T>& x_;
+  tut::Array<float>& gamma_;
+  tut::Array<float>& beta_;
+  tut::Array<T>* r_;
+  tut::Array<float>& saved_mean_;
+  tut::Array<float>& saved_invstd_;
+  tut::Array<Word>& mask_;
+  tut::Array<T>& y_;
+  tut::Array<T>& dx_;
+  tut::Array<float>& dgamma_;
+  tut::Array<float>& dbeta_;
+  tut::Array<T>* dr_;
+  std::vector<std::array<double, 4>> sums_;
+};
+
+template <class T>
+class InferenceInstance : public tut::Instance {
+ public:
+  InferenceInstance(const tut::Case& c, const tut::InstanceOptions& o)
+      : Instance(o),
+        s_(shape_of(c)),
+        eps_(c.params.get<double>("eps")),
+        x_(input<T>("x", s_.numel(), x_spec(c))),
+        gamma_(input<float>("gamma", s_.C, gamma_spec())),
+        beta_(input<float>("beta", s_.C, beta_spec())),
+        running_mean_(input<float>("running_mean", s_.C, running_mean_spec())),
+        running_var_(input<float>("running_var", s_.C, running_var_spec())),
+        y_(output<T>("y", s_.numel(), judged()).judge([this](std::int64_t e, T got) {
+          const std::int64_t ch = s_.channel_of(e);
+          const double scale = gamma_.at(ch) / std::sqrt(running_var_.at(ch) + eps_);
+          const double x = as_double(x_.at(e)), shift = beta_.at(ch) - running_mean_.at(ch) * scale;
+          const double s = x * scale + shift;
+          // The fold's cancellation: x * scale and running_mean * scale are each rounded.
+          const double tol = 4 * kU * (std::fabs(x * scale) + 2 * std::fabs(running_mean_.at(ch) * scale) +
+                                       std::fabs(beta_.at(ch)) + std::fabs(s)) +
+                             out_rel<T>() * std::fabs(s) + out_abs<T>();
+          return within(as_double(got), s < 0 ? 0.0 : s, tol);
+        })) {}
+
+  InferArgs<T> args() {
+    InferArgs<T> a;
+    a.s = s_;
+    a.x = x_.data();
+    a.gamma = gamma_.data();
+    a.beta = beta_.data();
+    a.running_mean = running_mean_.data();
+    a.running_var = running_var_.data();
+    a.y = y_.data();
+    a.eps = static_cast<float>(eps_);
+    return a;
+  }
+  const Shape4& shape() const { return s_; }
+
+ private:
+  Shape4 s_;
+  double eps_;
+  tut::Array<T>& x_;
+  tut::Array<float>& gamma_;
+  tut::Array<float>& beta_;
+  tut::Array<float>& running_mean_;
+  tut::Array<float>& running_var_;
+  tut::Array<T>& y_;
+};
+
+}  // namespace ch05

@@ -1,0 +1,313 @@
+// Host-only tests: the index arithmetic every kernel relies on (the channel of an element, the
+// divisor, the NHWC rows and NCHW shares replayed for every thread of a grid), Chan's merge, the
+// float32 cancellation the lesson shows and the tolerances it justifies, the cases' errors, the
+// floors, and the launchers' refusals before any launch. No GPU needed.
+#include <doctest/doctest.h>
+
+#include "float_stats.cuh"
+#include "reference.hpp"
+#include "versions.cuh"
+
+#if TUT_EXERCISES
+#include "exercises/answers.hpp"
+#endif
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+using namespace ch05;
+
+Shape4 shape(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, Layout l) { return Shape4{N, C, H * W, l}; }
+
+std::string case_error(const tut::ProblemEntry& p, const std::vector<std::int64_t>& dims,
+                       const std::vector<std::pair<std::string, std::string>>& params = {}) {
+  try {
+    tut::make_case(p, dims, params);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("Divisor: the double-multiply quotient is exact, up to 2^50") {
+  std::mt19937_64 rng(5);
+  for (std::int64_t d : {1LL, 2LL, 3LL, 7LL, 49LL, 221LL, 323LL, 784LL, 12544LL, 50176LL, 1LL << 20, (1LL << 31) - 1}) {
+    const Divisor div(d);
+    for (std::int64_t n : std::initializer_list<std::int64_t>{0, 1, d - 1, d, d + 1, 2 * d - 1, (1LL << 50) - 1}) {
+      CHECK(div.div(n) == n / d);
+    }
+    for (int k = 0; k < 20000; ++k) {
+      const std::int64_t n = static_cast<std::int64_t>(rng() >> 14);  // below 2^50
+      REQUIRE_MESSAGE(div.div(n) == n / d, n, " / ", d);
+      const std::int64_t m = (n / d) * d;  // exact multiples and their neighbours: where truncation errs
+      CHECK(div.div(m) == m / d);
+      if (m > 0) CHECK(div.div(m - 1) == (m - 1) / d);
+    }
+  }
+}
+
+TEST_CASE("ChannelMap walks the channels of both layouts as Shape4::channel_of says") {
+  for (Layout l : {Layout::nchw, Layout::nhwc}) {
+    for (const auto& s : {shape(2, 3, 7, 7, l), shape(3, 33, 1, 1, l), shape(1, 64, 2, 2, l), shape(2, 1, 1, 2, l)}) {
+      const ChannelMap map(s);
+      int c = 0;
+      std::int64_t pos = 0;
+      map.locate(0, c, pos);
+      for (std::int64_t e = 0; e < s.numel(); ++e) {
+        int c2;
+        std::int64_t pos2;
+        map.locate(e, c2, pos2);
+        REQUIRE(c == s.channel_of(e));
+        REQUIRE(c2 == c);
+        REQUIRE(pos2 == pos);
+        map.step(c, pos);
+      }
+    }
+  }
+  // Shape4::index_of enumerates each channel's values once, in its own channel.
+  for (Layout l : {Layout::nchw, Layout::nhwc}) {
+    const Shape4 s = shape(3, 5, 2, 3, l);
+    std::vector<int> seen(static_cast<std::size_t>(s.numel()), 0);
+    for (std::int64_t c = 0; c < s.C; ++c)
+      for (std::int64_t j = 0; j < s.per_channel(); ++j) {
+        const std::int64_t e = s.index_of(c, j);
+        REQUIRE(s.channel_of(e) == c);
+        ++seen[static_cast<std::size_t>(e)];
+      }
+    for (int v : seen) CHECK(v == 1);
+  }
+}
+
+TEST_CASE("Chan's merge equals the statistics of the union; an empty side changes nothing") {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> a(1000), b(37);
+  for (auto& v : a) v = 50.0f + u(rng);
+  for (auto& v : b) v = 51.0f + u(rng);
+  Welford wa{}, wb{};
+  for (float v : a) welford_add(wa, v);
+  for (float v : b) welford_add(wb, v);
+  std::vector<float> all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  const Welford m = merge(wa, wb);
+  CHECK(m.n == 1037.0f);
+  CHECK(m.mean == doctest::Approx(exact_mean(all)).epsilon(1e-6));
+  CHECK(m.m2 / m.n == doctest::Approx(exact_var(all)).epsilon(1e-5));
+  const Welford e = merge(wa, Welford{}), f = merge(Welford{}, wa), z = merge(Welford{}, Welford{});
+  CHECK(e.n == wa.n);
+  CHECK(e.mean == wa.mean);
+  CHECK(e.m2 == wa.m2);
+  CHECK(f.mean == wa.mean);
+  CHECK(f.m2 == wa.m2);
+  CHECK(z.n == 0.0f);
+}
+
+TEST_CASE("float32 variance at mean 1000: the naive formula loses it, Welford and Chan keep it") {
+  // One channel of 16x32x112x112, x uniform in [997, 1003): variance 3.
+  const auto x = channel_values(16 * 112 * 112, 1000.0, 20261121);
+  const double var = exact_var(x);
+  const double naive = naive_float(x).var;
+  MESSAGE("exact ", var, "; naive float32 ", naive, "; 256 Welford streams merged by Chan ", welford_gpu_float(x, 256).var);
+  CHECK(std::fabs(naive - var) > 0.1 * var);  // the cancellation: wrong in the first digit or worse
+  // At mean 0 the same formula is off by parts in 10^5: the offset does it, not the formula's length.
+  const auto x0 = channel_values(16 * 112 * 112, 0.0, 20261121);
+  CHECK(std::fabs(naive_float(x0).var - exact_var(x0)) < 1e-3 * exact_var(x0));
+}
+
+TEST_CASE("the kernels' float32 arithmetic lies well inside the GPU tests' tolerances") {
+  // The arrangements the kernels use (v1: 512 streams per channel; v2 and v3: 256 threads of 4
+  // streams per block, several blocks), on one channel of 16x32x112x112 and of 64x64x112x112, at
+  // mean 0 and at mean 1000. A factor of 3 to spare.
+  for (std::int64_t M : {16 * 112 * 112, 64 * 112 * 112}) {
+    for (double shift : {0.0, 1000.0}) {
+      const auto x = channel_values(M, shift, 7);
+      const double var = exact_var(x), mean = exact_mean(x);
+      for (const FloatMoments& m : {welford_gpu_float(x, 512), welford_gpu_float(x, 1024), welford_gpu_float(x, 17 * 1024),
+                                    two_pass_gpu_float(x, 512)}) {
+        INFO("M = ", M, ", shift = ", shift, ": mean ", m.mean, " against ", mean, ", var ", m.var, " against ", var);
+        CHECK(std::fabs(m.var - var) < kVarTol / 3 * var);
+        CHECK(std::fabs(m.mean - mean) < kMeanTol / 3 * (std::fabs(mean) + std::sqrt(var)));
+      }
+    }
+  }
+}
+
+TEST_CASE("NHWC rows: every whole pack once, each stream in one channel, for any C") {
+  for (std::int64_t C : {1, 2, 3, 4, 7, 8, 33, 64, 300, 2048, 2049}) {
+    for (int V : {1, 4, 8}) {
+      for (std::int64_t rows_of_c : {1LL, 5LL, 40LL, 333LL}) {
+        const Shape4 s{1, C, rows_of_c, Layout::nhwc};
+        const NhwcPlan p = nhwc_plan(s, V);
+        INFO("C = ", C, ", V = ", V, ", N*H*W = ", rows_of_c);
+        REQUIRE(p.L % C == 0);
+        REQUIRE(p.L % V == 0);
+        REQUIRE(p.bx * p.by <= kBlock);
+        REQUIRE(static_cast<std::int64_t>(p.gx) * p.bx >= p.P);
+        for (std::int64_t target : {1, 7, 528}) {
+          const int gy = nhwc_row_blocks(p, target);
+          std::vector<int> seen(static_cast<std::size_t>(p.q_full), 0);
+          for (int bxi = 0; bxi < p.gx; ++bxi)
+            for (int byi = 0; byi < gy; ++byi)
+              for (int tid = 0; tid < kBlock; ++tid) {
+                const int tx = tid % p.bx, ty = tid / p.bx;
+                const std::int64_t j = static_cast<std::int64_t>(bxi) * p.bx + tx;
+                if (ty >= p.by || j >= p.P) continue;
+                const std::int64_t r0 = static_cast<std::int64_t>(byi) * p.by + ty, step = static_cast<std::int64_t>(p.by) * gy;
+                const auto visit = [&](std::int64_t r) {
+                  const std::int64_t e0 = nhwc_pack_at(p, r, j);
+                  REQUIRE(e0 % V == 0);
+                  REQUIRE(e0 / V < p.q_full);
+                  ++seen[static_cast<std::size_t>(e0 / V)];
+                  for (int k = 0; k < V; ++k) REQUIRE(s.channel_of(e0 + k) == (j * V + k) % C);
+                  return 0;
+                };
+                sequence<4>(r0, step, p.q_full / p.P, visit, [](int) {});
+                const std::int64_t last = nhwc_partial_row(p, j, r0, step);
+                if (last >= 0) visit(last);
+              }
+          for (int v : seen) REQUIRE(v == 1);
+          // Each channel occurs L / C times in a row, counted over the column tiles as the gather does.
+          std::map<std::int64_t, int> places;
+          for (int bxi = 0; bxi < p.gx; ++bxi)
+            for (std::int64_t c = 0; c < C; ++c)
+              for (std::int64_t e = c; e < p.L; e += C) {
+                const std::int64_t col = e / V - static_cast<std::int64_t>(bxi) * p.bx;
+                if (col >= 0 && col < p.bx) ++places[c];
+              }
+          for (std::int64_t c = 0; c < C; ++c) REQUIRE(places[c] == p.L / C);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("NCHW shares: every pack of a channel once, by the S blocks sharing it") {
+  for (const auto& s : {shape(2, 3, 8, 8, Layout::nchw), shape(5, 7, 13, 17, Layout::nchw), shape(2, 1, 1, 2, Layout::nchw),
+                        shape(16, 2, 56, 56, Layout::nchw)}) {
+    for (int V : {1, 4}) {
+      if (s.HW % V) continue;
+      for (std::int64_t target : {1, 64, 1056}) {
+        const int S = nchw_splits(s, target);
+        const Divisor hw(s.HW);
+        const std::int64_t packs = s.per_channel() / V;
+        for (std::int64_t c = 0; c < s.C; ++c) {
+          std::vector<int> seen(static_cast<std::size_t>(packs), 0);
+          for (int chunk = 0; chunk < S; ++chunk)
+            for (int t = 0; t < kBlock; ++t)
+              sequence<4>(
+                  chunk * kBlock + t, static_cast<std::int64_t>(S) * kBlock, packs,
+                  [&](std::int64_t u) {
+                    const std::int64_t e0 = nchw_pack_at(s, hw, c, u, V);
+                    for (int k = 0; k < V; ++k) REQUIRE(s.channel_of(e0 + k) == c);
+                    ++seen[static_cast<std::size_t>(u)];
+                    return 0;
+                  },
+                  [](int) {});
+          for (int v : seen) REQUIRE(v == 1);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("version 3's plans: one item per block while C fits the grid; slots cover what phase 1 writes") {
+  const Shape4 nchw = shape(64, 64, 112, 112, Layout::nchw), nhwc = shape(64, 64, 112, 112, Layout::nhwc);
+  const V3Plan a = v3_plan(nchw, 4, 528);
+  CHECK(a.S * 64 <= 528);
+  CHECK(a.slots == a.S);
+  const V3Plan b = v3_plan(nhwc, 4, 528);
+  CHECK(b.nhwc.gx * b.gy <= 528);
+  CHECK(b.slots == b.nhwc.gx * b.gy + 1);  // and the slot of the elements after the last whole pack
+  const V3Plan c = v3_plan(shape(2, 2048, 1, 1, Layout::nchw), 4, 528);
+  CHECK(c.S == 1);  // more channels than blocks: blocks take several
+}
+
+TEST_CASE("Scratch: 256-byte aligned pieces, parameters padded to 8 channels") {
+  const Scratch s(33, 1000, 77);
+  CHECK(s.Cp == 40);
+  CHECK(s.partials % 256 == 0);
+  CHECK(s.counters % 256 == 0);
+  CHECK(s.buffer % 256 == 0);
+  CHECK(s.total >= s.buffer + 77);
+  CHECK(s.partials >= 4 * 40 * sizeof(float));
+  CHECK(s.counters >= s.partials + 1000);
+}
+
+TEST_CASE("bad cases are refused with a clear error, before any launch") {
+  const auto fwd = tut::erase(bn_relu_f32()), inf = tut::erase(bn_relu_inference_f32());
+  CHECK(case_error(fwd, {16, 32, 112, 112}).empty());
+  CHECK(case_error(fwd, {16, 0, 112, 112}).find("dimension C is 0") != std::string::npos);
+  CHECK(case_error(fwd, {0, 3, 4, 4}).find("dimension N is 0") != std::string::npos);
+  const std::string one = case_error(fwd, {1, 64, 1, 1});
+  CHECK(one.find("expected more than 1 value per channel when training") != std::string::npos);
+  CHECK(one.find("[1, 64, 1, 1]") != std::string::npos);
+  CHECK(case_error(inf, {1, 64, 1, 1}).empty());  // inference has nothing to reduce
+  CHECK(case_error(fwd, {1, 1, 1, 2}).empty());   // the smallest valid training shapes
+  CHECK(case_error(fwd, {2, 1, 1, 1}).empty());
+  CHECK(case_error(fwd, {4, 3, 5}).find("4 dimensions") != std::string::npos);
+  CHECK(case_error(fwd, {2, 3, 4, 4}, {{"layout", "NCWH"}}).find("'NCWH' is not one of NCHW, NHWC") != std::string::npos);
+  CHECK(case_error(fwd, {2, 3, 4, 4}, {{"eps", "0"}}).find("eps must be positive") != std::string::npos);
+  CHECK(case_error(fwd, {2, 3, 4, 4}, {{"momentum", "1.5"}}).find("momentum") != std::string::npos);
+  // The launchers check their shapes first, so a bad one throws before any CUDA call.
+  FwdArgs<float> a;
+  a.s = Shape4{2, 0, 4, Layout::nchw};
+  const auto v2 = &fwd_v2_layout_aware<float, false>, v3 = &fwd_v3_single_read<float, false>, v0 = &fwd_v0_unfused<float, false>;
+  CHECK_THROWS_AS(v2(nullptr, a, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(v3(nullptr, a, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(v0(nullptr, a, nullptr), std::invalid_argument);
+  BwdArgs<float> b;
+  b.s = Shape4{0, 3, 4, Layout::nhwc};
+  const auto b3 = &bwd_v3_single_read<float, true>;
+  CHECK_THROWS_AS(b3(nullptr, b, nullptr), std::invalid_argument);
+}
+
+TEST_CASE("floors: the single-read bytes per element, and the two-pass model beside them") {
+  const auto per_element = [](const tut::Floor& f, std::int64_t n) { return static_cast<double>(f.bytes) / n; };
+  const auto c = tut::make_case(tut::erase(bn_relu_f32()), {64, 64, 112, 112});
+  const std::int64_t n = c.numel(), C = 64;
+  const tut::Floor f = bn_relu_f32().floor(c);
+  CHECK(f.bytes == 8ull * n + 4ull * (n / 32) + 32ull * C);
+  CHECK(per_element(f, n) == doctest::Approx(8.125).epsilon(1e-4));
+  REQUIRE(f.models.size() == 1);
+  CHECK(f.models[0].first == "two_pass");
+  CHECK(static_cast<double>(f.models[0].second) / n == doctest::Approx(12.125).epsilon(1e-4));
+  const tut::Floor b = bn_relu_backward_f32().floor(c);
+  CHECK(per_element(b, n) == doctest::Approx(12.125).epsilon(1e-4));
+  CHECK(static_cast<double>(b.models[0].second) / n == doctest::Approx(20.25).epsilon(1e-4));
+  CHECK(per_element(bn_add_relu_f32().floor(c), n) == doctest::Approx(12.125).epsilon(1e-4));
+  CHECK(per_element(bn_add_relu_backward_f32().floor(c), n) == doctest::Approx(16.125).epsilon(1e-4));
+  CHECK(per_element(bn_relu_f16().floor(c), n) == doctest::Approx(4.125).epsilon(1e-4));
+  CHECK(per_element(bn_relu_inference_f32().floor(c), n) == doctest::Approx(8.0).epsilon(1e-4));
+}
+
+TEST_CASE("every problem's suite has the lesson's seven shapes in both layouts") {
+  const std::vector<tut::ProblemEntry> problems = {
+      tut::erase(bn_relu_f32()),          tut::erase(bn_relu_backward_f32()), tut::erase(bn_add_relu_f32()),
+      tut::erase(bn_add_relu_backward_f32()), tut::erase(bn_relu_f16()),   tut::erase(bn_relu_backward_f16()),
+      tut::erase(bn_add_relu_f16()),      tut::erase(bn_add_relu_backward_f16()), tut::erase(bn_relu_inference_f32())};
+  for (const auto& p : problems) {
+    INFO(p.name);
+    CHECK(p.suite.size() == 14);
+    std::map<std::string, int> layouts;
+    for (const auto& c : p.suite) ++layouts[c.params.get<std::string>("layout")];
+    CHECK(layouts["NCHW"] == 7);
+    CHECK(layouts["NHWC"] == 7);
+  }
+}
+
+#if TUT_EXERCISES
+TEST_CASE("exercise, part 2: the numbers") {
+  CHECK_MESSAGE(exercise::answers::fwd_bwd_bytes_per_element == doctest::Approx(20.25),
+                "question 1: add the forward's and the backward's single-read bytes per float element");
+  CHECK_MESSAGE(exercise::answers::nhwc_row_elements_c33 == 132,
+                "question 2: a row holds whole packs and whole sets of channels: the least common multiple");
+  CHECK_MESSAGE(exercise::answers::nhwc_packs_per_row_c33 == 33, "question 3: the row's elements over 4");
+}
+#endif

@@ -1,0 +1,193 @@
+// Every registered version against the double-precision reference on the GPU: the shapes the
+// lesson promises in both layouts, x = 1000 + noise, every operand moved off its alignment, every
+// backward on what every forward saved, the running statistics restored between launches, the
+// grader against known-wrong passes, and past 2^31 elements (the `large` suite).
+//
+// Under compute-sanitizer (TUT_SANITIZER set) the shapes above 10^6 elements are left out.
+#include <doctest/doctest.h>
+
+#include "tests/wrong_solutions.cuh"
+#include "tut/gpu_test.hpp"
+#include "tut/grading.hpp"
+#include "versions.cuh"
+
+#include <string>
+#include <vector>
+
+namespace {
+using namespace ch05;
+
+using Dims = std::vector<std::int64_t>;
+
+template <class Inst>
+tut::Case bn_case(const tut::Problem<Inst>& p, const Dims& dims, const char* layout, double shift = 0) {
+  return tut::make_case(p.name, p.params, p.case_for, dims, {{"layout", layout}, {"shift", std::to_string(shift)}});
+}
+
+// The smallest valid shapes, C = 3, 7 and 33, H * W odd (7x7, 13x17, 17x19), C = 2048 with one
+// value per image, and runs of whole packs (HW % 8 == 0); then 16x32x112x112 (the source's shape)
+// and, with `big`, 64x64x112x112. Both layouts.
+template <class Inst>
+std::vector<tut::Case> shapes(const tut::Problem<Inst>& p, bool big) {
+  std::vector<Dims> dims = {{1, 1, 1, 2}, {2, 1, 1, 1},    {5, 3, 7, 7},    {3, 7, 13, 17},
+                            {2, 33, 13, 17}, {2, 2048, 1, 1}, {4, 33, 17, 19}, {3, 8, 4, 6}};
+  if (!tut::under_sanitizer()) {
+    dims.push_back({16, 32, 112, 112});
+    if (big) dims.push_back({64, 64, 112, 112});
+  }
+  std::vector<tut::Case> out;
+  for (const char* layout : {"NCHW", "NHWC"})
+    for (const auto& d : dims) out.push_back(bn_case(p, d, layout));
+  return out;
+}
+
+template <class Inst>
+std::vector<tut::Case> small_shapes(const tut::Problem<Inst>& p) {
+  std::vector<tut::Case> out;
+  for (const char* layout : {"NCHW", "NHWC"})
+    for (const Dims& d : {Dims{1, 1, 1, 2}, Dims{3, 7, 13, 17}, Dims{2, 33, 5, 5}, Dims{2, 8, 4, 4}})
+      out.push_back(bn_case(p, d, layout));
+  return out;
+}
+
+// Forward versions of ours times backward versions that read the forward's saved state: what
+// check_chains grades on each case.
+template <class Bwd, class Fwd>
+int expected_pairs(const tut::Problem<Bwd>& bwd, const tut::Problem<Fwd>& fwd) {
+  int own = 0, readers = 0;
+  for (const auto& v : fwd.versions) own += v.kind == tut::Kind::own;
+  for (const auto& v : bwd.versions)
+    readers += std::find(v.reads.begin(), v.reads.end(), "saved_mean") != v.reads.end();
+  return own * readers;
+}
+
+tut::CheckResult grade_forward(void (*launch)(cudaStream_t, const FwdArgs<float>&, void*), const tut::Case& c) {
+  const auto v = fwd_version<float, false>("wrong", "", launch, &fwd_v2_scratch_bytes<float>, {});
+  return tut::grade(bn_relu_f32(), v, c);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE("bn_relu_f32: every version on every shape, both layouts" * tut::needs_gpu()) {
+    tut::check_cases(bn_relu_f32(), shapes(bn_relu_f32(), true));
+  }
+  TEST_CASE("bn_relu_backward_f32: every version on every shape, both layouts" * tut::needs_gpu()) {
+    tut::check_cases(bn_relu_backward_f32(), shapes(bn_relu_backward_f32(), true));
+  }
+  TEST_CASE("bn_add_relu_f32 and its backward: every version, both layouts" * tut::needs_gpu()) {
+    tut::check_cases(bn_add_relu_f32(), shapes(bn_add_relu_f32(), false));
+    tut::check_cases(bn_add_relu_backward_f32(), shapes(bn_add_relu_backward_f32(), false));
+  }
+  TEST_CASE("half: forward and backward, with and without the add, both layouts" * tut::needs_gpu()) {
+    tut::check_cases(bn_relu_f16(), shapes(bn_relu_f16(), false));
+    tut::check_cases(bn_relu_backward_f16(), shapes(bn_relu_backward_f16(), false));
+    tut::check_cases(bn_add_relu_f16(), shapes(bn_add_relu_f16(), false));
+    tut::check_cases(bn_add_relu_backward_f16(), shapes(bn_add_relu_backward_f16(), false));
+  }
+  TEST_CASE("inference: the folded pass, N * H * W = 1 included" * tut::needs_gpu()) {
+    auto cases = shapes(bn_relu_inference_f32(), false);
+    cases.push_back(bn_case(bn_relu_inference_f32(), {1, 64, 1, 1}, "NCHW"));
+    tut::check_cases(bn_relu_inference_f32(), cases);
+  }
+
+  TEST_CASE("x = 1000 + noise: every float version keeps the variance (Welford, Chan, two passes)" * tut::needs_gpu()) {
+    const Dims d = tut::under_sanitizer() ? Dims{3, 7, 13, 17} : Dims{16, 32, 112, 112};
+    for (const char* layout : {"NCHW", "NHWC"}) {
+      tut::check_cases(bn_relu_f32(), {bn_case(bn_relu_f32(), d, layout, 1000.0)});
+      tut::check_cases(bn_relu_backward_f32(), {bn_case(bn_relu_backward_f32(), d, layout, 1000.0)});
+      // The one-pass sum of squares: right at mean 0, the variance lost at mean 1000.
+      CHECK(grade_forward(&wrong::naive_statistics, bn_case(bn_relu_f32(), d, layout, 0.0)).ok());
+      const auto naive = grade_forward(&wrong::naive_statistics, bn_case(bn_relu_f32(), d, layout, 1000.0));
+      CHECK_FALSE(naive["saved_invstd"].ok());
+      CHECK_FALSE(naive["running_var"].ok());
+    }
+  }
+
+  TEST_CASE("every version stays correct with every operand moved 0-7 elements" * tut::needs_gpu()) {
+    tut::check_offsets(bn_relu_f32(), small_shapes(bn_relu_f32()));
+    tut::check_offsets(bn_relu_backward_f32(), small_shapes(bn_relu_backward_f32()));
+    tut::check_offsets(bn_add_relu_f32(), small_shapes(bn_add_relu_f32()));
+    tut::check_offsets(bn_add_relu_backward_f32(), small_shapes(bn_add_relu_backward_f32()));
+    tut::check_offsets(bn_relu_f16(), small_shapes(bn_relu_f16()));
+    tut::check_offsets(bn_add_relu_backward_f16(), small_shapes(bn_add_relu_backward_f16()));
+    tut::check_offsets(bn_relu_inference_f32(), small_shapes(bn_relu_inference_f32()));
+  }
+
+  TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    if (!tut::under_sanitizer()) {
+      cases.push_back(bn_case(bn_relu_backward_f32(), {16, 32, 56, 56}, "NCHW"));
+      cases.push_back(bn_case(bn_relu_backward_f32(), {16, 32, 56, 56}, "NHWC"));
+    }
+    const int n = static_cast<int>(cases.size());
+    CHECK(tut::check_chains(bn_relu_backward_f32(), cases) == expected_pairs(bn_relu_backward_f32(), bn_relu_f32()) * n);
+    CHECK(tut::check_chains(bn_add_relu_backward_f32(), cases) ==
+          expected_pairs(bn_add_relu_backward_f32(), bn_add_relu_f32()) * n);
+    CHECK(tut::check_chains(bn_relu_backward_f16(), cases) == expected_pairs(bn_relu_backward_f16(), bn_relu_f16()) * n);
+    CHECK(tut::check_chains(bn_add_relu_backward_f16(), cases) ==
+          expected_pairs(bn_add_relu_backward_f16(), bn_add_relu_f16()) * n);
+  }
+
+  TEST_CASE("the running statistics: a second launch without the reset moves them, the reset restores them" *
+            tut::needs_gpu()) {
+    const auto& p = bn_relu_f32();
+    for (const char* layout : {"NCHW", "NHWC"}) {
+      const auto c = bn_case(p, {3, 7, 13, 17}, layout);
+      for (const auto& v : p.versions) {
+        INFO(v.name, " ", layout);
+        const auto inst = tut::instantiate(p, c, tut::test_options(p.name, c));
+        tut::Trial t;
+        try {
+          t = tut::make_trial(v, *inst);
+        } catch (const tut::Unsupported&) {
+          continue;
+        }
+        CHECK(tut::checked_run(t).ok());
+        t.before(nullptr);
+        t.launch(nullptr);
+        t.launch(nullptr);  // twice: the running statistics move twice
+        const auto twice = t.check();
+        CHECK(twice["saved_mean"].ok());
+        CHECK_FALSE(twice["running_mean"].ok());
+        CHECK_FALSE(twice["running_var"].ok());
+        // Three checked runs in a row: the reset restores the state, and the kernels' own counters
+        // (versions 2 and 3 count finished blocks) are back at zero after every launch.
+        for (int k = 0; k < 3; ++k) CHECK(tut::checked_run(t).ok());
+      }
+    }
+  }
+
+  TEST_CASE("the grader rejects known-wrong normalize passes" * tut::needs_gpu()) {
+    const auto nchw = bn_case(bn_relu_f32(), {3, 7, 13, 17}, "NCHW"), nhwc = bn_case(bn_relu_f32(), {3, 7, 13, 17}, "NHWC");
+    // The NCHW channel formula: right in NCHW, wrong in NHWC.
+    CHECK(grade_forward(&wrong::flawed<wrong::Flaw::channel_as_nchw>, nchw).ok());
+    const auto layout = grade_forward(&wrong::flawed<wrong::Flaw::channel_as_nchw>, nhwc);
+    CHECK_FALSE(layout["y"].ok());
+    // The mask from x > mean: y right, the mask not.
+    for (const auto& c : {nchw, nhwc}) {
+      const auto m = grade_forward(&wrong::flawed<wrong::Flaw::mask_from_x>, c);
+      CHECK(m["y"].ok());
+      CHECK_FALSE(m["mask"].ok());
+    }
+    // Whole warps only: 3 * 7 * 13 * 17 = 4641 elements, so the last word is never stored.
+    const auto ww = grade_forward(&wrong::flawed<wrong::Flaw::whole_warps_only>, nchw);
+    CHECK_FALSE(ww.ok());
+    CHECK(grade_forward(&wrong::flawed<wrong::Flaw::whole_warps_only>, bn_case(bn_relu_f32(), {2, 8, 4, 4}, "NCHW")).ok());
+    // Beta after the ReLU.
+    CHECK_FALSE(grade_forward(&wrong::flawed<wrong::Flaw::beta_after_relu>, nhwc)["y"].ok());
+  }
+}
+
+// More than 2^31 elements: 32-bit indexing would wrap. Run with `meson test -C build --suite large`.
+// Versions 2 and 3 (the ones that claim it), both layouts; x, y and the mask take 18 GB.
+TEST_SUITE("large") {
+  TEST_CASE("bn_relu_f32 v2 and v3 past 2^31 elements" * tut::needs_gpu_memory(std::size_t{40} << 30)) {
+    auto p = bn_relu_f32();
+    std::vector<tut::Version<ForwardInstance<float, false>>> keep;
+    for (const auto& v : p.versions)
+      if (v.name == "v2_layout_aware" || v.name == "v3_single_read") keep.push_back(v);
+    p.versions = keep;
+    for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
+  }
+}

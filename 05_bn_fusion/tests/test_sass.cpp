@@ -1,0 +1,100 @@
+// The lesson's claims about generated code, checked on the built benchmark's SASS (cuobjdump, no
+// GPU needed).
+#include <doctest/doctest.h>
+
+#include "tut/sass.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+const std::vector<tut::SassKernel>& sass() {
+  static const auto k = tut::disassemble(tut::sass_subject());
+  return k;
+}
+const tut::SassKernel& kernel(const std::string& fragment) { return tut::find_kernel(sass(), fragment); }
+const bool kNoCuobjdump = !tut::find_cuobjdump();
+
+int count_in(const std::vector<tut::SassInstruction>& code, const std::string& prefix, int bits = -1) {
+  int n = 0;
+  for (const auto& i : code)
+    if (i.opcode.rfind(prefix, 0) == 0 && (bits < 0 || tut::access_bits(i.opcode) == bits)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("v2's normalize pass: one 16-byte load of x (and r), one 16-byte store of y, a ballot per pack position" *
+          doctest::skip(kNoCuobjdump)) {
+  struct Form {
+    std::string name;
+    int loads, votes;
+  };
+  for (const Form& f : {Form{"fwd_v2_apply_kernel<4, float, false>", 1, 4}, Form{"fwd_v2_apply_kernel<4, float, true>", 2, 4},
+                        Form{"fwd_v2_apply_kernel<8, __half, false>", 1, 8}, Form{"fwd_v2_apply_kernel<8, __half, true>", 2, 8}}) {
+    const auto& k = kernel(f.name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "LDG", 128) >= f.loads);
+    CHECK(tut::count_memory_ops(k, "STG", 128) == 1);
+    CHECK(tut::count_opcode(k, "VOTE") >= f.votes);
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}
+
+TEST_CASE("the channel of an element: v1 divides in 64 bits (a called routine), v2 multiplies in double" *
+          doctest::skip(kNoCuobjdump)) {
+  const auto& v1 = kernel("fwd_v1_apply_kernel<float, false>");
+  CHECK(tut::count_opcode(v1, "CALL") >= 1);
+  CHECK(tut::count_opcode(v1, "DMUL") == 0);
+  CHECK(tut::count_memory_ops(v1, "LDG", 128) == 0);
+  const auto& v2 = kernel("fwd_v2_apply_kernel<4, float, false>");
+  CHECK(tut::count_opcode(v2, "DMUL") >= 1);
+  CHECK(tut::count_opcode(v2, "CALL") == 0);
+}
+
+TEST_CASE("v2's statistics: four 16-byte loads in flight per thread in the main loop, both layouts" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v2_stats_nchw_kernel<4, float>", "fwd_v2_stats_nhwc_kernel<4, float>",
+                           "bwd_v2_sums_nchw_kernel<4, float>", "bwd_v2_sums_nhwc_kernel<4, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    int most = 0;  // the unrolled main loop: the loop with the most 16-byte loads
+    for (const auto& loop : tut::loops(k)) most = std::max(most, count_in(loop, "LDG", 128));
+    const bool backward = k.name.find("bwd") != std::string::npos;  // dy and x per pack
+    CHECK(most >= (backward ? 8 : 4));
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+  // The one-block-per-channel statistics of v1 load one float at a time.
+  CHECK(tut::count_memory_ops(kernel("fwd_v1_stats_kernel<float>"), "LDG", 128) == 0);
+}
+
+TEST_CASE("v3: one kernel with the statistics' and the pass's 16-byte accesses, two grid barriers, no spills" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v3_single_read_kernel<4, 4, float, false>", "fwd_v3_single_read_kernel<8, 8, __half, false>",
+                           "bwd_v3_single_read_kernel<4, 4, float, false>", "bwd_v3_single_read_kernel<8, 8, __half, true>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "LDG", 128) >= 5);
+    CHECK(tut::count_memory_ops(k, "STG", 128) >= 1);
+    CHECK(tut::count_opcode(k, "ATOM") >= 2);  // grid.sync(): each arrives on a counter in global memory
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}
+
+TEST_CASE("the backward's dx pass: 16-byte dy and x, one 16-byte store of dx (and of dr)" * doctest::skip(kNoCuobjdump)) {
+  const auto& plain = kernel("bwd_v2_apply_kernel<4, float, false>");
+  CHECK(tut::count_memory_ops(plain, "LDG", 128) >= 2);
+  CHECK(tut::count_memory_ops(plain, "STG", 128) == 1);
+  CHECK(tut::count_memory_ops(kernel("bwd_v2_apply_kernel<4, float, true>"), "STG", 128) == 2);
+  CHECK(tut::count_memory_ops(kernel("bwd_v2_apply_kernel<8, __half, false>"), "STG", 128) == 1);
+}
+
+#if TUT_EXERCISES
+TEST_CASE("exercise: the pass builds its mask words with a warp ballot" * doctest::skip(kNoCuobjdump)) {
+  const auto& k = kernel("bn_relu_apply_kernel");
+  CHECK_MESSAGE(tut::count_opcode(k, "VOTE") >= 1, "no VOTE in ", k.name, ": use __ballot_sync");
+}
+#endif

@@ -1,0 +1,118 @@
+"""What a PyTorch user would call instead of this chapter's kernels (common/tools/torch_peers.py
+times them and races them against OURS in one process). PEERS: problem -> [(name, setup(case, torch))].
+
+Training: F.batch_norm(training=True) then relu (ResNet's bn -> relu, and bn -> += identity ->
+relu), forward; and the same graph's backward through autograd (relu's threshold_backward reading
+y, then BatchNorm's backward), which is what loss.backward() runs for these two layers. Inference:
+F.batch_norm(training=False) then relu. NHWC cases use channels_last tensors. Half cases keep
+gamma, beta and the running statistics in float32, as this chapter's problems do.
+
+Each row's GB/s counts the problem's floor (the single-read bytes of the chapter's C++ problem), so
+it is on the same scale as the chapter's rows: PyTorch moves more (no mask; the backward reads y;
+the statistics read x again), and that shows as a lower fraction of copy."""
+
+SEED = 20261121
+
+
+def _tensors(case, torch, dtype, add=False):
+    n, c = case.shape[0], case.shape[1]
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    shift = float(case.params.get("shift", 0.0))
+    fmt = torch.channels_last if case.params.get("layout") == "NHWC" else torch.contiguous_format
+
+    def uniform(shape, lo, hi, dt):
+        return (torch.rand(shape, device="cuda", generator=g, dtype=torch.float32) * (hi - lo) + lo).to(dt)
+
+    x = uniform(case.shape, shift - 3, shift + 3, dtype).contiguous(memory_format=fmt)
+    r = uniform(case.shape, -2, 2, dtype).contiguous(memory_format=fmt) if add else None
+    w, b = uniform([c], 0.5, 1.5, torch.float32), uniform([c], -0.5, 0.5, torch.float32)
+    rm, rv = uniform([c], -1, 1, torch.float32), uniform([c], 0.5, 2, torch.float32)
+    dy = uniform(case.shape, -1, 1, dtype).contiguous(memory_format=fmt)
+    del n
+    return x, r, w, b, rm, rv, dy
+
+
+def _close(torch, got, ref, half):
+    tol = 4e-3 if half else 2e-4
+    bad = ~torch.isclose(got.double(), ref, atol=tol, rtol=tol)
+    count = int(bad.sum())
+    return "pass" if count == 0 else f"FAIL: {count} of {got.numel()} differ"
+
+
+def _graph(torch, F, case, x, r, w, b, rm, rv, training):
+    eps, momentum = float(case.params["eps"]), float(case.params["momentum"])
+    s = F.batch_norm(x, rm, rv, w, b, training=training, momentum=momentum, eps=eps)
+    if r is not None:
+        s = s + r
+    return torch.relu(s)
+
+
+def forward(case, torch, dtype, add=False, training=True):
+    import torch.nn.functional as F
+    x, r, w, b, rm, rv, _ = _tensors(case, torch, dtype, add)
+    run = lambda: _graph(torch, F, case, x, r, w, b, rm, rv, training)  # noqa: E731  allocates y, as a user's call does
+
+    def check():
+        got = run()
+        ref = _graph(torch, F, case, x.double(), None if r is None else r.double(), w.double(), b.double(),
+                     rm.double().clone(), rv.double().clone(), training)
+        return _close(torch, got, ref, dtype == torch.float16)
+
+    return run, check
+
+
+def backward(case, torch, dtype, add=False):
+    import torch.nn.functional as F
+    x, r, w, b, rm, rv, dy = _tensors(case, torch, dtype, add)
+    leaves = [t.requires_grad_() for t in ([x, w, b] + ([r] if add else []))]
+    y = _graph(torch, F, case, x, r, w, b, rm, rv, True)
+    run = lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True)  # noqa: E731
+
+    def check():
+        got = run()
+        ref_leaves = [t.detach().double().requires_grad_() for t in leaves]
+        xr, wr, br = ref_leaves[:3]
+        rr = ref_leaves[3] if add else None
+        yr = _graph(torch, F, case, xr, rr, wr, br, rm.double().clone(), rv.double().clone(), True)
+        ref = torch.autograd.grad(yr, ref_leaves, dy.double())
+        verdicts = [_close(torch, g, rf, dtype == torch.float16 and g.dtype == torch.float16) for g, rf in zip(got, ref)]
+        bad = [v for v in verdicts if v != "pass"]
+        return "pass" if not bad else bad[0]
+
+    return run, check
+
+
+PEERS = {
+    "bn_relu_f32": [("F.batch_norm + relu", lambda c, t: forward(c, t, t.float32))],
+    "bn_relu_backward_f32": [("autograd: relu, batch_norm backward", lambda c, t: backward(c, t, t.float32))],
+    "bn_add_relu_f32": [("F.batch_norm + add + relu", lambda c, t: forward(c, t, t.float32, add=True))],
+    "bn_add_relu_backward_f32": [("autograd: relu, add, batch_norm backward",
+                                  lambda c, t: backward(c, t, t.float32, add=True))],
+    "bn_relu_f16": [("F.batch_norm + relu", lambda c, t: forward(c, t, t.float16))],
+    "bn_relu_backward_f16": [("autograd: relu, batch_norm backward", lambda c, t: backward(c, t, t.float16))],
+    "bn_relu_inference_f32": [("F.batch_norm(training=False) + relu",
+                               lambda c, t: forward(c, t, t.float32, training=False))],
+}
+
+_BIG = ["64x64x112x112 layout=NCHW", "64x64x112x112 layout=NHWC"]
+_SMALL = ["16x32x112x112 layout=NCHW", "16x32x112x112 layout=NHWC"]
+CASES = {
+    "bn_relu_f32": _BIG + _SMALL,
+    "bn_relu_backward_f32": _BIG + _SMALL,
+    "bn_add_relu_f32": _BIG,
+    "bn_add_relu_backward_f32": _BIG,
+    "bn_relu_f16": ["64x64x112x112 layout=NHWC"],
+    "bn_relu_backward_f16": ["64x64x112x112 layout=NHWC"],
+    "bn_relu_inference_f32": ["64x64x112x112 layout=NCHW", "64x64x112x112 layout=NHWC"],
+}
+
+# The version that races each problem's peers in one process: the top of each ladder.
+OURS = {
+    "bn_relu_f32": "v3_single_read",
+    "bn_relu_backward_f32": "v3_single_read",
+    "bn_add_relu_f32": "v3_single_read",
+    "bn_add_relu_backward_f32": "v3_single_read",
+    "bn_relu_f16": "v3_single_read",
+    "bn_relu_backward_f16": "v3_single_read",
+    "bn_relu_inference_f32": "v1_folded",
+}

@@ -1,0 +1,277 @@
+// Chapter 05's problems and their ladders, listed once. The benchmark, the GPU tests, the exercise
+// grader, the race module and the tools iterate these lists; a new version is one new entry.
+//
+//   bn_relu_f32, bn_add_relu_f32                    training forward: statistics, running
+//   bn_relu_f16, bn_add_relu_f16                    statistics, y = relu(BN(x) [+ r]), the mask
+//   bn_relu_backward_f32, bn_add_relu_backward_f32  training backward: dx, dgamma, dbeta [, dr]
+//   bn_relu_backward_f16, bn_add_relu_backward_f16  from the saved statistics and the mask
+//   bn_relu_inference_f32                           y = relu(x * scale + shift), folded
+//
+// Every case is N x C x H x W with --param layout=NCHW|NHWC (and eps, momentum, shift). The floor
+// is the single-read count: x (and r) read once, y written once, the mask at 1/8 byte per element,
+// the per-channel vectors; the "two_pass" model beside it reads x a second time (the backward: dy,
+// x and the mask). Per float element: forward 8.125 and 12.125, backward 12.125 and 20.25, and the
+// Add form 4 more in each.
+#pragma once
+
+#include "instances.cuh"
+#include "kernels/bwd_v0_unfused.cuh"
+#include "kernels/bwd_v1_fused.cuh"
+#include "kernels/bwd_v2_layout_aware.cuh"
+#include "kernels/bwd_v3_single_read.cuh"
+#include "kernels/fwd_v0_unfused.cuh"
+#include "kernels/fwd_v1_welford_fused.cuh"
+#include "kernels/fwd_v2_layout_aware.cuh"
+#include "kernels/fwd_v3_single_read.cuh"
+#include "kernels/inference.cuh"
+#include "peers/cudnn_peers.cuh"
+#include "tut/problem.hpp"
+
+#if TUT_EXERCISES
+#include "exercises/bn_relu_apply.cuh"
+#endif
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ch05 {
+
+template <class T>
+using FwdLaunch = void (*)(cudaStream_t, const FwdArgs<T>&, void*);
+template <class T>
+using BwdLaunch = void (*)(cudaStream_t, const BwdArgs<T>&, void*);
+using ScratchOf = std::size_t (*)(const Shape4&);
+
+template <class T, bool kAdd>
+tut::Version<ForwardInstance<T, kAdd>> fwd_version(std::string name, std::string summary, FwdLaunch<T> launch,
+                                                   ScratchOf scratch, std::vector<const void*> kernels,
+                                                   tut::Kind kind = tut::Kind::own) {
+  tut::Version<ForwardInstance<T, kAdd>> v;
+  v.name = std::move(name);
+  v.summary = std::move(summary);
+  v.launch = [launch](ForwardInstance<T, kAdd>& i, tut::Workspace& w, cudaStream_t s) { launch(s, i.args(), w.data()); };
+  v.scratch_bytes = [scratch](const ForwardInstance<T, kAdd>& i) { return scratch(i.shape()); };
+  v.kernels = std::move(kernels);
+  v.kind = kind;
+  v.writes = {"y", "mask", "saved_mean", "saved_invstd", "running_mean", "running_var"};
+  return v;
+}
+
+template <class T, bool kAdd>
+tut::Version<BackwardInstance<T, kAdd>> bwd_version(std::string name, std::string summary, std::string record,
+                                                    BwdLaunch<T> launch, ScratchOf scratch,
+                                                    std::vector<const void*> kernels) {
+  tut::Version<BackwardInstance<T, kAdd>> v;
+  v.name = std::move(name);
+  v.summary = std::move(summary);
+  v.launch = [launch](BackwardInstance<T, kAdd>& i, tut::Workspace& w, cudaStream_t s) { launch(s, i.args(), w.data()); };
+  v.scratch_bytes = [scratch](const BackwardInstance<T, kAdd>& i) { return scratch(i.shape()); };
+  v.kernels = std::move(kernels);
+  v.reads = {"dy", "x", "gamma", "saved_mean", "saved_invstd", std::move(record)};
+  return v;
+}
+
+#if TUT_EXERCISES
+// The exercise's version: v2's statistics, then the student's pass.
+inline void exercise_version(cudaStream_t st, const FwdArgs<float>& a, void* ws) {
+  constexpr int V = kPack<float>;
+  const Scratch sc(a.s.C, fwd_v2_partial_bytes(a.s, V), 0);
+  if (stats_packs_ok<float>(a.s, a.x)) fwd_v2_stats<V, float>(st, a, sc, ws);
+  else fwd_v2_stats<1, float>(st, a, sc, ws);
+  exercise::bn_relu_apply(st, a, sc.params_at(ws));
+}
+#endif
+
+// ---- Cases ---------------------------------------------------------------------------------------
+
+inline std::vector<tut::ParamSpec> bn_params(const char* layout) {
+  return {{"layout", std::string(layout), "memory order: NCHW, or NHWC (channels last)", {"NCHW", "NHWC"}},
+          {"eps", 1e-5, "added to the variance", {}},
+          {"momentum", 0.1, "the weight of this batch in the running statistics", {}},
+          {"shift", 0.0, "x is drawn uniform in [shift - 3, shift + 3)", {}}};
+}
+
+inline tut::Params default_params(const std::vector<tut::ParamSpec>& specs) {
+  tut::Params p;
+  for (const auto& s : specs) p.set(s.key, s.default_value);
+  return p;
+}
+
+template <class Inst>
+void bn_cases(tut::Problem<Inst>& p, const char* layout, bool training) {
+  p.params = bn_params(layout);
+  p.case_for = [training](const std::vector<std::int64_t>& shape, const tut::Params& params) {
+    const std::string why = bn_case_error(shape, params.get<double>("eps"), params.get<double>("momentum"), training);
+    if (!why.empty()) throw std::invalid_argument(why);
+    return tut::Case{tut::case_name(shape, params), shape, params};
+  };
+  const auto at = [&](std::vector<std::int64_t> shape, const char* l) {
+    tut::Params params = default_params(p.params);
+    params.set("layout", std::string(l));
+    return p.case_for(shape, params);
+  };
+  p.default_case = at({64, 64, 112, 112}, layout);
+  const std::vector<std::vector<std::int64_t>> shapes = {{16, 32, 112, 112}, {64, 64, 112, 112}, {128, 256, 28, 28},
+                                                         {128, 64, 56, 56},  {64, 1024, 7, 7},   {8, 3, 224, 224},
+                                                         {4, 33, 17, 19}};
+  for (const char* l : {"NCHW", "NHWC"})
+    for (const auto& shape : shapes) p.suite.push_back(at(shape, l));
+  p.make = [](const tut::Case& c, const tut::InstanceOptions& o) { return std::make_unique<Inst>(c, o); };
+}
+
+inline std::uint64_t words_bytes(std::int64_t n) { return 4 * static_cast<std::uint64_t>(tut::bitmask::word_count(n)); }
+
+// ---- Forward -------------------------------------------------------------------------------------
+
+template <class T, bool kAdd>
+tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
+  using Inst = ForwardInstance<T, kAdd>;
+  tut::Problem<Inst> p;
+  const std::string dt = tut::dtype_name<T>();
+  constexpr bool half = std::is_same_v<T, __half>;
+  p.name = std::string(kAdd ? "bn_add_relu_" : "bn_relu_") + dt;
+  p.description = std::string("training BN (batch statistics, running statistics, saved mean and invstd), then ") +
+                  (kAdd ? "y = relu(BN(x) + r)" : "y = relu(BN(x))") + " and its mask, on " + dt;
+  p.dtype = dt;
+  bn_cases(p, half ? "NHWC" : "NCHW", true);
+  // x (and r) read, y written, the mask, 8 floats per channel (gamma, beta, the running statistics
+  // read and written, the saved mean and invstd); the two-pass model reads x again.
+  p.floor = [](const tut::Case& c) {
+    const auto n = static_cast<std::uint64_t>(c.numel()), C = static_cast<std::uint64_t>(c.shape.at(1));
+    const std::uint64_t b = sizeof(T), bytes = n * b * (kAdd ? 3 : 2) + words_bytes(c.numel()) + 32 * C;
+    return tut::Floor{bytes, n * (kAdd ? 7 : 6), {{"two_pass", bytes + n * b}}};
+  };
+  if constexpr (!half) {
+    p.versions.push_back(fwd_version<T, kAdd>("v0_unfused", "two-pass statistics, normalize, then ReLU + mask: 4 kernels",
+                                              &fwd_v0_unfused<T, kAdd>, &fwd_v0_scratch_bytes<T>, fwd_v0_kernels<T, kAdd>()));
+    p.versions.push_back(fwd_version<T, kAdd>("v1_welford_fused",
+                                              "Welford + Chan per channel block, then one fused pass with the ballot",
+                                              &fwd_v1_welford_fused<T, kAdd>, &fwd_v1_scratch_bytes<T>,
+                                              fwd_v1_kernels<T, kAdd>()));
+  }
+  p.versions.push_back(fwd_version<T, kAdd>("v2_layout_aware",
+                                            "split channels (NCHW) or column rows (NHWC), last-block merge; 16-byte packs",
+                                            &fwd_v2_layout_aware<T, kAdd>, &fwd_v2_scratch_bytes<T>,
+                                            fwd_v2_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v3_single_read",
+                                            "one cooperative kernel, grid.sync, normalize back to front: x from L2",
+                                            &fwd_v3_single_read<T, kAdd>, &fwd_v3_scratch_bytes<T>,
+                                            fwd_v3_kernels<T, kAdd>()));
+  add_cudnn_forward_peers<T, kAdd>(p);
+#if TUT_EXERCISES
+  if constexpr (!kAdd && !half)
+    p.versions.push_back(fwd_version<T, kAdd>("ex_bn_relu_apply", "exercise: your fused normalize + ReLU + mask pass",
+                                              &exercise_version, &fwd_v2_scratch_bytes<T>,
+                                              {TUT_KERNEL(exercise::bn_relu_apply_kernel)}, tut::Kind::exercise));
+#endif
+  return p;
+}
+
+template <class T, bool kAdd>
+const tut::Problem<ForwardInstance<T, kAdd>>& forward() {
+  static const auto p = forward_problem<T, kAdd>();
+  return p;
+}
+
+// ---- Backward ------------------------------------------------------------------------------------
+
+template <class T, bool kAdd>
+tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
+  using Inst = BackwardInstance<T, kAdd>;
+  tut::Problem<Inst> p;
+  const std::string dt = tut::dtype_name<T>();
+  constexpr bool half = std::is_same_v<T, __half>;
+  p.name = std::string(kAdd ? "bn_add_relu_backward_" : "bn_relu_backward_") + dt;
+  p.description = std::string("training backward of ") + (kAdd ? "relu(BN(x) + r): dx, dgamma, dbeta and dr" : "relu(BN(x)): dx, dgamma and dbeta") +
+                  " from the saved statistics and mask, on " + dt;
+  p.dtype = dt;
+  bn_cases(p, half ? "NHWC" : "NCHW", true);
+  // dy, x and the mask read, dx (and dr) written, 5 floats per channel (saved mean and invstd,
+  // gamma; dgamma, dbeta); the two-pass model reads dy, x and the mask again.
+  p.floor = [](const tut::Case& c) {
+    const auto n = static_cast<std::uint64_t>(c.numel()), C = static_cast<std::uint64_t>(c.shape.at(1));
+    const std::uint64_t b = sizeof(T), bytes = n * b * (kAdd ? 4 : 3) + words_bytes(c.numel()) + 20 * C;
+    return tut::Floor{bytes, n * 7, {{"two_pass", bytes + 2 * n * b + words_bytes(c.numel())}}};
+  };
+  p.chain.forward = []() -> const tut::ProblemEntry& {
+    static const tut::ProblemEntry e = tut::erase(forward<T, kAdd>());
+    return e;
+  };
+  p.chain.links = {{"saved_mean", "saved_mean"}, {"saved_invstd", "saved_invstd"}, {"mask", "mask"}, {"y", "y"}};
+  if constexpr (!half) {
+    p.versions.push_back(bwd_version<T, kAdd>("v0_unfused", "ReLU backward from y to memory, then BN backward in two passes",
+                                              "y", &bwd_v0_unfused<T, kAdd>, &bwd_v0_scratch_bytes<T, kAdd>,
+                                              bwd_v0_kernels<T>()));
+    p.versions.push_back(bwd_version<T, kAdd>("v1_fused", "the mask's gradient fused into the sums and into the dx pass",
+                                              "mask", &bwd_v1_fused<T, kAdd>, &bwd_v1_scratch_bytes<T>,
+                                              bwd_v1_kernels<T, kAdd>()));
+  }
+  p.versions.push_back(bwd_version<T, kAdd>("v2_layout_aware", "split channels or column rows, last-block merge; 16-byte packs",
+                                            "mask", &bwd_v2_layout_aware<T, kAdd>, &bwd_v2_scratch_bytes<T>,
+                                            bwd_v2_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v3_single_read", "one cooperative kernel, dx back to front from L2", "mask",
+                                            &bwd_v3_single_read<T, kAdd>, &bwd_v3_scratch_bytes<T>,
+                                            bwd_v3_kernels<T, kAdd>()));
+  add_cudnn_backward_peers<T, kAdd>(p);
+  return p;
+}
+
+template <class T, bool kAdd>
+const tut::Problem<BackwardInstance<T, kAdd>>& backward() {
+  static const auto p = backward_problem<T, kAdd>();
+  return p;
+}
+
+// ---- Inference -----------------------------------------------------------------------------------
+
+template <class T>
+tut::Problem<InferenceInstance<T>> inference_problem() {
+  using Inst = InferenceInstance<T>;
+  tut::Problem<Inst> p;
+  const std::string dt = tut::dtype_name<T>();
+  p.name = "bn_relu_inference_" + dt;
+  p.description = "inference BN (running statistics folded into one scale and shift per channel), then ReLU, on " + dt;
+  p.dtype = dt;
+  bn_cases(p, "NCHW", false);
+  p.floor = [](const tut::Case& c) {
+    const auto n = static_cast<std::uint64_t>(c.numel()), C = static_cast<std::uint64_t>(c.shape.at(1));
+    return tut::Floor{n * 2 * sizeof(T) + 16 * C, n * 2, {}};
+  };
+  const auto version = [](std::string name, std::string summary, void (*launch)(cudaStream_t, const InferArgs<T>&, void*),
+                          ScratchOf scratch, std::vector<const void*> kernels) {
+    tut::Version<Inst> v;
+    v.name = std::move(name);
+    v.summary = std::move(summary);
+    v.launch = [launch](Inst& i, tut::Workspace& w, cudaStream_t s) { launch(s, i.args(), w.data()); };
+    v.scratch_bytes = [scratch](const Inst& i) { return scratch(i.shape()); };
+    v.kernels = std::move(kernels);
+    return v;
+  };
+  p.versions.push_back(version("v0_per_element", "scale and shift recomputed for every element (sqrt, divide)",
+                               &infer_v0_per_element<T>, &infer_v1_scratch_bytes<T>,
+                               {TUT_KERNEL(infer_v0_per_element_kernel<T>)}));
+  p.versions.push_back(version("v1_folded", "scale and shift once per channel, then 16-byte packs",
+                               &infer_v1_folded<T>, &infer_v1_scratch_bytes<T>, infer_v1_kernels<T>()));
+  return p;
+}
+
+template <class T>
+const tut::Problem<InferenceInstance<T>>& inference() {
+  static const auto p = inference_problem<T>();
+  return p;
+}
+
+inline const auto& bn_relu_f32() { return forward<float, false>(); }
+inline const auto& bn_add_relu_f32() { return forward<float, true>(); }
+inline const auto& bn_relu_f16() { return forward<__half, false>(); }
+inline const auto& bn_add_relu_f16() { return forward<__half, true>(); }
+inline const auto& bn_relu_backward_f32() { return backward<float, false>(); }
+inline const auto& bn_add_relu_backward_f32() { return backward<float, true>(); }
+inline const auto& bn_relu_backward_f16() { return backward<__half, false>(); }
+inline const auto& bn_add_relu_backward_f16() { return backward<__half, true>(); }
+inline const auto& bn_relu_inference_f32() { return inference<float>(); }
+
+}  // namespace ch05
