@@ -5,8 +5,9 @@
 // (NCDHW or NDHWC) and indices (none, int64, compact): `bench --shape 8x64x16x56x56
 // --param kernel=3 --param stride=2 --param padding=1`. window.hpp checks them.
 //
-// The floor of a forward case: x read once, y written once, and the index if the case asks for
-// one (8 bytes per output for int64, 1 or 2 for compact). Its "flops" are the comparisons of the
+// The floor of a forward case: x read once (the cells some window covers: all of them unless the
+// stride passes the window or floor mode leaves a remainder), y written once, and the index if
+// the case asks for one (8 bytes per output for int64, 1 or 2 for compact). Its "flops" are the comparisons of the
 // direct window, kD*kH*kW per output (the separable form does fewer: the lesson counts them).
 // Models beside it: "separable", the bytes v6's three passes move (each intermediate written and
 // read once, a value and a 2-byte cell per element); "pytorch_int64", what PyTorch's kernel
@@ -18,6 +19,7 @@
 #include "tut/problem.hpp"
 #include "window.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -29,6 +31,32 @@ namespace ch06 {
 // the H pass (W and H pooled).
 inline std::int64_t separable_intermediates(const Window& w) {
   return w.N * w.C * w.D * (static_cast<std::int64_t>(w.H) * w.oW + static_cast<std::int64_t>(w.oH) * w.oW);
+}
+
+// How many cells of an axis of `in` cells some window covers. All of them, unless the stride
+// passes the window (gaps between windows) or floor mode leaves cells past the last window: the
+// floor counts only the input a version must read.
+inline std::int64_t covered_cells(int in, int k, int s, int p, int dil, int out) {
+  if (dil == 1 && s <= k) {
+    const std::int64_t end = static_cast<std::int64_t>(out - 1) * s - p + k;  // one past the last window
+    return std::min<std::int64_t>(in, end);
+  }
+  std::vector<bool> hit(static_cast<std::size_t>(in), false);
+  for (int o = 0; o < out; ++o)
+    for (int j = 0; j < k; ++j) {
+      const std::int64_t x = static_cast<std::int64_t>(o) * s - p + static_cast<std::int64_t>(j) * dil;
+      if (x >= 0 && x < in) hit[static_cast<std::size_t>(x)] = true;
+    }
+  std::int64_t n = 0;
+  for (bool b : hit) n += b;
+  return n;
+}
+
+// The input elements some window reads.
+inline std::int64_t covered_input(const Window& w) {
+  return w.N * w.C * covered_cells(w.D, w.k[0], w.s[0], w.p[0], w.dil[0], w.oD) *
+         covered_cells(w.H, w.k[1], w.s[1], w.p[1], w.dil[1], w.oH) *
+         covered_cells(w.W, w.k[2], w.s[2], w.p[2], w.dil[2], w.oW);
 }
 
 // The window of a case, from its parameters (checked again: a case built by hand may be wrong).
@@ -170,7 +198,7 @@ inline std::vector<tut::Case> half_suite() {
 template <class T>
 tut::Floor forward_floor(const tut::Case& c) {
   const Window w = window_of_case(c);
-  const auto in = static_cast<std::uint64_t>(w.in_numel()), out = static_cast<std::uint64_t>(w.out_numel());
+  const auto in = static_cast<std::uint64_t>(covered_input(w)), out = static_cast<std::uint64_t>(w.out_numel());
   const std::uint64_t ib = static_cast<std::uint64_t>(w.index_bytes());
   const auto mid = static_cast<std::uint64_t>(separable_intermediates(w));
   return {in * sizeof(T) + out * (sizeof(T) + ib),

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "common", "tools"))
 import results  # noqa: E402
 
 TAGS = {"maxpool3d_f32": "fwd32", "maxpool3d_backward_f32": "bwd32", "maxpool3d_f16": "fwd16"}
-RACED = {"maxpool3d_f32": "auto", "maxpool3d_backward_f32": "v1_gather", "maxpool3d_f16": "auto"}
+RACED = {"maxpool3d_f32": "auto", "maxpool3d_backward_f32": "auto", "maxpool3d_f16": "auto"}
 
 
 def axis_text(prefix, values, skip):

@@ -12,6 +12,7 @@
 #include "instances.cuh"
 #include "kernels/bwd_v0_scatter_atomic.cuh"
 #include "kernels/bwd_v1_gather.cuh"
+#include "kernels/bwd_v2_marked_gather.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -81,7 +82,8 @@ tut::Version<FwdInst<T>> scratch_version(std::string name, std::string summary,
 
 template <class T>
 std::vector<const void*> fwd_v6_kernels() {
-  return {TUT_KERNEL(fwd_v6_pass_kernel<T>), TUT_KERNEL(fwd_v6_last_pass_kernel<T>)};
+  return {TUT_KERNEL(fwd_v6_pass_kernel<true, false, T>), TUT_KERNEL(fwd_v6_pass_kernel<false, false, T>),
+          TUT_KERNEL(fwd_v6_last_pass_kernel<false, T>)};
 }
 
 template <class T>
@@ -109,19 +111,19 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v0_naive<T>, &takes_all, {TUT_KERNEL(fwd_v0_naive_kernel<T>)}),
       forward_version<T>("v1_unrolled", "kernel 2/3/4/8 as a template, unrolled, strides added, predicated loads",
                          &fwd_v1_unrolled<T>, &undilated_ncdhw, fwd_v1_kernels<T>()),
-      forward_version<T>("v2_interior_border", "v1 + a test-free path for windows wholly inside the input",
+      forward_version<T>("v2_interior_border", "v1 + a test-free path for warps whose windows all lie inside",
                          &fwd_v2_interior_border<T>, &undilated_ncdhw, fwd_v2_kernels<T>()),
       forward_version<T>("v3_shared_tile", "a block copies its tile's input to shared memory, then reads windows there",
                          &fwd_v3_shared_tile<T>, &fwd_v3_refuses<T>, {TUT_KERNEL(fwd_v3_shared_tile_kernel<T>)}),
-      forward_version<T>("v4_layout_ncdt", "v2's body, the source's blocks (W, H, plane*D) of up to 1024 threads",
+      forward_version<T>("v4_layout_ncdt", "v2's body, the source's blocks (W, H, plane*D), up to 256 threads",
                          &fwd_v4_layout_ncdt<T>, &fwd_v4_refuses<T>, fwd_v4_kernels<T>()),
-      forward_version<T>("v5_layout_dhw", "v2's body, the source's blocks (W, H, D) of one plane",
+      forward_version<T>("v5_layout_dhw", "v2's body, the source's blocks (W, H, D) of one plane, up to 256 threads",
                          &fwd_v5_layout_dhw<T>, &fwd_v5_refuses<T>, fwd_v5_kernels<T>()),
       scratch_version<T>("v6_separable", "three 1-D passes (W, H, D) carrying the cell, through scratch",
                          &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
       forward_version<T>("v7_channels_last", "NDHWC: a thread per 4 channels, 16-byte loads along C",
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v6 for large overlapping windows, else v7 (NDHWC), v2, v0",
+      scratch_version<T>("auto", "the dispatcher: v6 for large windows and dilation, v7 for NDHWC, else v2 (v0)",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -142,13 +144,15 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
   p.versions = {
       forward_version<T>("v0_naive", "a thread per output, triple loop, a bounds test per cell, any case",
                          &fwd_v0_naive<T>, &takes_all, {TUT_KERNEL(fwd_v0_naive_kernel<T>)}),
-      forward_version<T>("v2_interior_border", "v1 + a test-free path for windows wholly inside the input",
+      forward_version<T>("v1_unrolled", "kernel 2/3/4/8 as a template, unrolled, strides added, predicated loads",
+                         &fwd_v1_unrolled<T>, &undilated_ncdhw, fwd_v1_kernels<T>()),
+      forward_version<T>("v2_interior_border", "v1 + a test-free path for warps whose windows all lie inside",
                          &fwd_v2_interior_border<T>, &undilated_ncdhw, fwd_v2_kernels<T>()),
       scratch_version<T>("v6_separable", "three 1-D passes (W, H, D) carrying the cell, through scratch",
                          &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
       forward_version<T>("v7_channels_last", "NDHWC: a thread per 8 channels, 16-byte loads along C",
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v6 for large overlapping windows, else v7 (NDHWC), v2, v0",
+      scratch_version<T>("auto", "the dispatcher: v6 for large windows and dilation, v7 for NDHWC, else v2 (v0)",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;
@@ -165,6 +169,19 @@ inline const tut::Problem<FwdInst<__half>>& maxpool3d_f16() {
 
 template <class T>
 using BwdInst = BackwardInstance<T>;
+
+template <class T>
+tut::Version<BwdInst<T>> backward_scratch_version(std::string name, std::string summary,
+                                                  void (*launch)(cudaStream_t, const BackwardArgs<T>&, void*, std::size_t),
+                                                  std::size_t (*bytes)(const Window&), std::vector<const void*> kernels) {
+  tut::Version<BwdInst<T>> v;
+  v.name = std::move(name);
+  v.summary = std::move(summary);
+  v.launch = [launch](BwdInst<T>& i, tut::Workspace& ws, cudaStream_t s) { launch(s, i.args(), ws.data(), ws.bytes()); };
+  v.scratch_bytes = [bytes](const BwdInst<T>& i) { return bytes(i.window()); };
+  v.kernels = std::move(kernels);
+  return v;
+}
 
 template <class T>
 tut::Version<BwdInst<T>> backward_version(std::string name, std::string summary,
@@ -204,7 +221,13 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_version<T>("v0_scatter_atomic", "PyTorch's way: zero dx, atomicAdd dy at each output's index",
                           &bwd_v0_scatter_atomic<T>, {TUT_KERNEL(bwd_v0_scatter_atomic_kernel<T>)}),
       backward_version<T>("v1_gather", "deterministic: each input sums dy of the covering outputs that chose it",
-                          &bwd_v1_gather<T>, {TUT_KERNEL(bwd_v1_gather_kernel<T>)}),
+                          &bwd_v1_gather<T>, {TUT_KERNEL(bwd_v1_gather_kernel<false, T>), TUT_KERNEL(bwd_v1_gather_kernel<true, T>)}),
+      backward_scratch_version<T>("v2_marked_gather", "deterministic: mark the chosen inputs, gather only for those",
+                                  &bwd_v2_marked_gather<T>, &bwd_v2_scratch_bytes<T>,
+                                  {TUT_KERNEL(bwd_v2_mark_kernel<T>), TUT_KERNEL(bwd_v2_split_kernel<T>),
+                                   TUT_KERNEL(bwd_v2_gather_list_kernel<false, T>)}),
+      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v1 without overlap, else v2",
+                                  &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };
   return p;
 }

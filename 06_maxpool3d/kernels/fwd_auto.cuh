@@ -1,14 +1,7 @@
-// fwd auto: the function a user calls. It picks one of the versions per case, by a rule stated
-// here and measured on the suite (the lesson's table "auto against the best single version"):
-//
-//   1. Large overlapping windows go to the separable passes (v6): at least 64 cells and, on
-//      average, at least 8 windows over each input cell (cells / (sD*sH*sW) >= 8). There the
-//      direct window's loads and compares grow with the window and the passes' bytes do not.
-//   2. Otherwise NDHWC goes to v7 (16-byte channel groups).
-//   3. Otherwise NCDHW with dilation 1 goes to v2 (interior without tests, border with), when its
-//      plane can be indexed in 32 bits.
-//   4. Everything else (dilation > 1 on NCDHW, planes past 2^31) to v0, the generic loop.
-// The rule reads only the window, so it is decided on the host before the launch, untimed.
+// fwd auto: the function a user calls. It picks one of the versions per case, by the rule in
+// kernels/fwd_auto_rule.cuh, which the suite measures (the lesson's table of auto against the
+// best single version). The rule reads only the window, so it is decided on the host before the
+// launch, and a case gets the same version every time.
 #pragma once
 
 #include "kernels/fwd_auto_rule.cuh"
@@ -29,7 +22,12 @@ void fwd_auto(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, std::size_
   switch (auto_pick(a.w)) {
     case AutoPick::v6_separable: return fwd_v6_separable(s, a, scratch, scratch_bytes);
     case AutoPick::v7_channels_last: return fwd_v7_channels_last(s, a);
-    case AutoPick::v2_interior_border: return fwd_v2_interior_border(s, a);
+    case AutoPick::v2_interior_border: {
+      // NDHWC with C = 1 has NCDHW's addresses, y's and the index's included.
+      ForwardArgs<T> same = a;
+      same.w.layout = Layout::ncdhw;
+      return fwd_v2_interior_border(s, same);
+    }
     default: return fwd_v0_naive(s, a);
   }
 }

@@ -22,11 +22,25 @@ inline double window_overlap(const Window& w) {
   return static_cast<double>(w.cells()) / (static_cast<double>(w.s[0]) * w.s[1] * w.s[2]);
 }
 
+// The rule, from the suite's measurements (the lesson's table of auto against the best version):
+//   1. the separable passes (v6), where the direct window costs most per output:
+//      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
+//      b. large windows over few outputs per row in NCDHW (>= 64 cells, oW < 4): one thread per
+//         output reads rows that no neighbour shares, strided by a whole plane, uncoalesced;
+//      c. very large windows in NDHWC (>= 256 cells): few threads, each with hundreds of loads;
+//      d. dilated windows in NCDHW, which only v0's generic loop reads otherwise;
+//   2. NDHWC with one channel is NCDHW in memory: v2;
+//   3. other NDHWC: v7;
+//   4. other NCDHW: v2 (the warp-voted interior path), when a plane fits 32-bit offsets; else v0.
 inline AutoPick auto_pick(const Window& w) {
-  if (w.cells() >= 64 && window_overlap(w) >= 8 && w.cells() <= kMaxSeparableCells) return AutoPick::v6_separable;
-  if (w.layout == Layout::ndhwc) return AutoPick::v7_channels_last;
+  const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
+  if (fits && ((big && window_overlap(w) >= 8) || (!cl && big && w.oW < 4) || (cl && w.cells() >= 256) ||
+               (!cl && w.dilated())))
+    return AutoPick::v6_separable;
+  const bool ncdhw_in_memory = !cl || w.C == 1;
+  if (!ncdhw_in_memory) return AutoPick::v7_channels_last;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;
-  return AutoPick::v0_naive;
+  return cl ? AutoPick::v7_channels_last : AutoPick::v0_naive;
 }
 
 }  // namespace ch06

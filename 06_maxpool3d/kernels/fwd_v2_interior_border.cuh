@@ -4,16 +4,20 @@
 // it reads the last row of the previous plane, or memory before the tensor, where PyTorch sees
 // -inf (tests/wrong_solutions.cuh keeps that kernel; the grader rejects it).
 //
-// What changed since v1: a thread first asks whether its whole window lies inside the input. If
-// so it takes a path with no tests at all: the loads are unconditional, at constant offsets from
-// one corner pointer, and the first cell is the starting index. Otherwise it takes v1's checked
-// path. On a large volume almost every output is interior, and a warp diverges only where its
-// outputs straddle the border (the first and last few of each row, slice and plane).
+// What changed since v1: each output first asks whether its whole window lies inside the input,
+// and its warp votes. If every lane's window is inside, the warp takes a path with no tests at
+// all: unconditional loads at constant offsets from one corner pointer, and the first cell as the
+// starting index. Otherwise the warp takes v1's checked path. On a large volume almost every warp
+// is interior; only warps that hold a border output (the first and last few of a row, slice or
+// plane) pay for the tests. The vote is per warp because a branch taken by some lanes and not
+// others runs both sides for the whole warp (kernels/window_body.cuh tells what a per-thread
+// choice cost).
 //
 // Prediction: v1's bytes with fewer instructions per output. In SASS the interior path has plain
 // LDGs where v1's are predicated (@P) and no compares of coordinates; the test in
 // tests/test_sass.cpp counts the unpredicated loads. Where the time is the bytes, expect v1's
-// time; where windows overlap, a little less.
+// time; where windows overlap and rows are long enough for interior warps, a little less; where
+// every warp holds a border output (rows of fewer than about 32 outputs), v1's time plus the vote.
 #pragma once
 
 #include "kernels/fwd_v1_unrolled.cuh"

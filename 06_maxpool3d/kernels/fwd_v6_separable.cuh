@@ -72,30 +72,39 @@ __device__ __forceinline__ void split_pass(const AxisPass& ps, const PassDecoder
 }
 
 // The best of output o's run along the pass's axis: its value and its cell number (the pass's j
-// times cell_step, plus the cell the previous pass kept there). `in_cells` is null on the first
-// pass. A run starts from its first inside cell (first_inside), as PyTorch's scan does.
-template <class T>
+// times cell_step, plus the cell the previous pass kept there; kFirst: there is none). A run starts
+// from its first inside cell, as PyTorch's scan does, and ends at its last inside cell, both
+// found before the loop, so the loop has no tests but the rule's. kDilated: dilation > 1 here;
+// undilated, finding them needs no division.
+template <bool kFirst, bool kDilated, class T>
 __device__ __forceinline__ void pass_best(const AxisPass& ps, const T* __restrict__ in_vals,
                                           const CellT* __restrict__ in_cells, std::int64_t outer, int l, std::int64_t i,
                                           T& best, int& cell) {
   const int start = l * ps.s - ps.p;
-  const int first = first_inside(start, ps.k, ps.dil, ps.len);
-  const std::int64_t base = outer * ps.len * ps.inner + i;
-  std::int64_t at = base + static_cast<std::int64_t>(start + first * ps.dil) * ps.inner;
-  best = in_vals[at];
-  cell = first * ps.cell_step + (in_cells ? in_cells[at] : 0);
+  int first, last;
+  if (kDilated) {
+    first = first_inside(start, ps.k, ps.dil, ps.len);
+    last = min(ps.k - 1, (ps.len - 1 - start) / ps.dil);
+  } else {
+    first = max(0, -start);
+    last = min(ps.k - 1, ps.len - 1 - start);
+  }
   const std::int64_t step = static_cast<std::int64_t>(ps.dil) * ps.inner;
-  for (int j = first + 1, pos = start + first * ps.dil + ps.dil; j < ps.k && pos < ps.len; ++j, pos += ps.dil) {
+  std::int64_t at = outer * ps.len * ps.inner + i + static_cast<std::int64_t>(start + first * ps.dil) * ps.inner;
+  best = in_vals[at];
+  cell = first * ps.cell_step + (kFirst ? 0 : in_cells[at]);
+#pragma unroll 4
+  for (int j = first + 1; j <= last; ++j) {
     at += step;
     const T v = in_vals[at];
     if (replaces(best, v)) {
       best = v;
-      cell = j * ps.cell_step + (in_cells ? in_cells[at] : 0);
+      cell = j * ps.cell_step + (kFirst ? 0 : in_cells[at]);
     }
   }
 }
 
-template <class T>
+template <bool kFirst, bool kDilated, class T>
 __global__ void __launch_bounds__(256) fwd_v6_pass_kernel(AxisPass ps, PassDecoder dec, const T* __restrict__ in_vals,
                                                           const CellT* __restrict__ in_cells, T* __restrict__ out_vals,
                                                           CellT* __restrict__ out_cells) {
@@ -107,7 +116,7 @@ __global__ void __launch_bounds__(256) fwd_v6_pass_kernel(AxisPass ps, PassDecod
     split_pass(ps, dec, o, outer, l, i);
     T best;
     int cell;
-    pass_best(ps, in_vals, in_cells, outer, l, i, best, cell);
+    pass_best<kFirst, kDilated>(ps, in_vals, in_cells, outer, l, i, best, cell);
     out_vals[o] = best;
     out_cells[o] = static_cast<CellT>(cell);
   }
@@ -115,7 +124,7 @@ __global__ void __launch_bounds__(256) fwd_v6_pass_kernel(AxisPass ps, PassDecod
 
 // The D pass writes the outputs: y in the case's layout (its element o is this pass's o), and
 // the index of the cell, for which it needs (oh, ow) back from the inner index.
-template <class T>
+template <bool kDilated, class T>
 __global__ void __launch_bounds__(256) fwd_v6_last_pass_kernel(ForwardArgs<T> a, AxisPass ps, PassDecoder dec,
                                                                FastDiv by_c, FastDiv by_ow,
                                                                const T* __restrict__ in_vals,
@@ -129,7 +138,7 @@ __global__ void __launch_bounds__(256) fwd_v6_last_pass_kernel(ForwardArgs<T> a,
     split_pass(ps, dec, o, outer, od, i);
     T best;
     int cell;
-    pass_best(ps, in_vals, in_cells, outer, od, i, best, cell);
+    pass_best<false, kDilated>(ps, in_vals, in_cells, outer, od, i, best, cell);
     std::int64_t hw = i;  // oh * oW + ow
     if (w.layout == Layout::ndhwc) hw = dec.narrow ? by_c.div(static_cast<std::uint32_t>(i)) : i / w.C;
     const std::int64_t oh = dec.narrow ? by_ow.div(static_cast<std::uint32_t>(hw)) : hw / w.oW;
@@ -202,16 +211,23 @@ void fwd_v6_separable(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, st
   T* v2 = reinterpret_cast<T*>(base + pl.off_v2);
   CellT* c2 = reinterpret_cast<CellT*>(base + pl.off_c2);
   constexpr int kBlock = 256;
-  fwd_v6_pass_kernel<T><<<grid_for(pl.pw.total(), kBlock, "fwd_v6 W pass"), kBlock, 0, s>>>(
-      pl.pw, PassDecoder(pl.pw), a.x, nullptr, v1, c1);
-  TUT_CHECK_LAUNCH("fwd_v6_pass_kernel (W)");
-  fwd_v6_pass_kernel<T><<<grid_for(pl.ph.total(), kBlock, "fwd_v6 H pass"), kBlock, 0, s>>>(
-      pl.ph, PassDecoder(pl.ph), v1, c1, v2, c2);
-  TUT_CHECK_LAUNCH("fwd_v6_pass_kernel (H)");
+  const auto pass = [&](const AxisPass& ps, const T* in_v, const CellT* in_c, T* out_v, CellT* out_c, bool first,
+                        const char* who) {
+    const unsigned grid = grid_for(ps.total(), kBlock, who);
+    const PassDecoder dec(ps);
+    if (first && ps.dil == 1) fwd_v6_pass_kernel<true, false, T><<<grid, kBlock, 0, s>>>(ps, dec, in_v, in_c, out_v, out_c);
+    else if (first) fwd_v6_pass_kernel<true, true, T><<<grid, kBlock, 0, s>>>(ps, dec, in_v, in_c, out_v, out_c);
+    else if (ps.dil == 1) fwd_v6_pass_kernel<false, false, T><<<grid, kBlock, 0, s>>>(ps, dec, in_v, in_c, out_v, out_c);
+    else fwd_v6_pass_kernel<false, true, T><<<grid, kBlock, 0, s>>>(ps, dec, in_v, in_c, out_v, out_c);
+    TUT_CHECK_LAUNCH("fwd_v6_pass_kernel");
+  };
+  pass(pl.pw, a.x, nullptr, v1, c1, true, "fwd_v6 W pass");
+  pass(pl.ph, v1, c1, v2, c2, false, "fwd_v6 H pass");
   const PassDecoder dec(pl.pd);
   const FastDiv by_c = dec.narrow ? FastDiv(a.w.C) : FastDiv(), by_ow = dec.narrow ? FastDiv(a.w.oW) : FastDiv();
-  fwd_v6_last_pass_kernel<T><<<grid_for(pl.pd.total(), kBlock, "fwd_v6 D pass"), kBlock, 0, s>>>(a, pl.pd, dec, by_c,
-                                                                                                by_ow, v2, c2);
+  const unsigned grid = grid_for(pl.pd.total(), kBlock, "fwd_v6 D pass");
+  if (pl.pd.dil == 1) fwd_v6_last_pass_kernel<false, T><<<grid, kBlock, 0, s>>>(a, pl.pd, dec, by_c, by_ow, v2, c2);
+  else fwd_v6_last_pass_kernel<true, T><<<grid, kBlock, 0, s>>>(a, pl.pd, dec, by_c, by_ow, v2, c2);
   TUT_CHECK_LAUNCH("fwd_v6_last_pass_kernel (D)");
 }
 

@@ -1,7 +1,8 @@
 // fwd v7_channels_last: the layout NDHWC (PyTorch's channels_last_3d), where the C values of one
 // position are adjacent. Consecutive threads take consecutive groups of V channels of the same
 // output position, and each window cell is one 16-byte load of V channels (V = 4 floats or 8
-// halves) when C is a multiple of V and x and y are 16-byte aligned, else V = 1.
+// halves) when C is a multiple of V and x and y are 16-byte aligned, else 8 bytes (V / 2), else
+// one element.
 //
 // What changed since v0 on this layout: v0 gives a thread one channel, so a warp's load of a cell
 // is 32 channels x 4 bytes, 128 contiguous bytes, already coalesced; but a thread then has one
@@ -108,11 +109,15 @@ std::string fwd_v7_refuses(const Window& w) {
   return {};
 }
 
-// The pack width a case gets: 16 bytes when C allows and the pointers are aligned, else 1.
+// The pack width a case gets: 16 bytes when C allows and the pointers are aligned, else 8 bytes,
+// else one element. (C = 2 floats: 8-byte packs, one thread per position.)
 template <class T>
 int fwd_v7_pack(const ForwardArgs<T>& a) {
   constexpr int V = 16 / sizeof(T);
-  return a.w.C % V == 0 && tut::ew::all_aligned<V>(a.x, static_cast<const T*>(a.y)) ? V : 1;
+  const T* y = a.y;
+  if (a.w.C % V == 0 && tut::ew::all_aligned<V>(a.x, y)) return V;
+  if (a.w.C % (V / 2) == 0 && tut::ew::all_aligned<V / 2>(a.x, y)) return V / 2;
+  return 1;
 }
 
 template <class T>
@@ -127,13 +132,15 @@ void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
                 oh = narrow ? FastDiv(a.w.oH) : FastDiv(), od = narrow ? FastDiv(a.w.oD) : FastDiv();
   const unsigned grid = grid_for(total, kBlock, "fwd_v7_channels_last");
   if (V == kV) fwd_v7_channels_last_kernel<kV, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
+  else if (V == kV / 2) fwd_v7_channels_last_kernel<kV / 2, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   else fwd_v7_channels_last_kernel<1, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   TUT_CHECK_LAUNCH("fwd_v7_channels_last_kernel");
 }
 
 template <class T>
 std::vector<const void*> fwd_v7_kernels() {
-  return {TUT_KERNEL(fwd_v7_channels_last_kernel<16 / sizeof(T), T>), TUT_KERNEL(fwd_v7_channels_last_kernel<1, T>)};
+  return {TUT_KERNEL(fwd_v7_channels_last_kernel<16 / sizeof(T), T>),
+          TUT_KERNEL(fwd_v7_channels_last_kernel<8 / sizeof(T), T>), TUT_KERNEL(fwd_v7_channels_last_kernel<1, T>)};
 }
 
 }  // namespace ch06

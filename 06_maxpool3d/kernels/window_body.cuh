@@ -130,14 +130,20 @@ __device__ __forceinline__ void window_inside(const T* __restrict__ corner, cons
 }
 
 // v2's body: the branch-free path where the window lies inside, the checked one at the border.
-// Which one a thread takes depends on its output's position, so a warp diverges only where it
-// straddles the border.
+//
+// The choice is made per warp, not per thread. A first version let each thread take its own path;
+// on the stem case (28 outputs per row) every warp of 32 consecutive outputs then holds a border
+// output (ow = 0), so every warp ran both paths one after the other, and the version was slower
+// than v1 (results/first_run/ has it). Here the warp takes the branch-free path only when all of
+// its lanes can: __all_sync over the lanes that are here. Which lanes vote does not matter for
+// correctness (each path is right for an interior window), so __activemask() is a safe mask here,
+// unlike in chapter 04, where the vote itself was the data.
 template <int K, class T>
 __device__ __forceinline__ void window_interior_border(const T* __restrict__ plane, const Window& w, int d0, int h0,
                                                        int w0, T& best, int& cell) {
   const int kd = K > 0 ? K : w.k[0], kh = K > 0 ? K : w.k[1], kw = K > 0 ? K : w.k[2];
   const bool inside = d0 >= 0 && h0 >= 0 && w0 >= 0 && d0 + kd <= w.D && h0 + kh <= w.H && w0 + kw <= w.W;
-  if (inside) window_inside<K>(plane + (d0 * w.H + h0) * w.W + w0, w, best, cell);
+  if (__all_sync(__activemask(), inside)) window_inside<K>(plane + (d0 * w.H + h0) * w.W + w0, w, best, cell);
   else window_checked<K>(plane, w, d0, h0, w0, best, cell);
 }
 

@@ -229,6 +229,14 @@ TEST_CASE("floors: x once, y once, the index in its format; the backward reads d
   CHECK(big.bytes == 4ull * 16 * 64 * 64 * 64 + 6ull * 16 * 57 * 57 * 57);  // 512 cells: two bytes
   const auto h = ch06::forward_floor<__half>(ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}), false));
   CHECK(h.bytes == 2 * in + 2 * out);
+  // Stride 3 over windows of 2: a third of the rows, slices and columns is read by no window.
+  const auto gaps = ch06::forward_floor<float>(ch06::pool_case({2, 64, 48, 96, 96}, params({2}, {3}), false));
+  CHECK(gaps.bytes == 4ull * 2 * 64 * 32 * 64 * 64 + 4ull * 2 * 64 * 16 * 32 * 32);
+  // Floor mode on 33 cells: the last cell is read by no window.
+  CHECK(ch06::covered_cells(33, 2, 2, 0, 1, 16) == 32);
+  CHECK(ch06::covered_cells(33, 2, 2, 0, 1, 17) == 33);  // ceil_mode: a last window of one cell
+  CHECK(ch06::covered_cells(10, 3, 1, 0, 2, 6) == 10);
+  CHECK(ch06::covered_cells(10, 1, 3, 0, 1, 4) == 4);
   const auto b = ch06::backward_floor<float>(
       ch06::pool_case({8, 64, 16, 56, 56}, params({3}, {2}, {1}, {1}, 0, "NCDHW", "int64"), true));
   CHECK(b.bytes == 12 * out + 4 * in);
@@ -255,15 +263,24 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: separable for large overlapping windows, v7 for NDHWC, else v2 or v0") {
+TEST_CASE("the dispatcher's rule: separable for large windows and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
-  CHECK(ch06::auto_pick(win({1, 16, 64, 64, 64}, params({8}, {1}))) == AutoPick::v6_separable);
-  CHECK(ch06::auto_pick(win({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NDHWC"))) == AutoPick::v6_separable);
-  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 64}, params({8}, {8}))) == AutoPick::v2_interior_border);
-  CHECK(ch06::auto_pick(win({8, 64, 16, 56, 56}, params({3}, {2}, {1}))) == AutoPick::v2_interior_border);
-  CHECK(ch06::auto_pick(win({8, 64, 16, 56, 56}, params({3}, {2}, {1}, {1}, 0, "NDHWC"))) ==
-        AutoPick::v7_channels_last);
-  CHECK(ch06::auto_pick(win({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2}))) == AutoPick::v0_naive);
+  const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
+  const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
+  CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1})) == AutoPick::v6_separable);              // overlap 512
+  CHECK(pick({1, 16, 64, 64, 64}, cl({8}, {1})) == AutoPick::v6_separable);
+  CHECK(pick({2, 48, 33, 65, 65}, params({5}, {2}, {2})) == AutoPick::v6_separable);          // overlap 15.6
+  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v6_separable);               // oW = 1
+  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v6_separable);              // oW = 1
+  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v2_interior_border);         // oW = 8
+  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v6_separable);                   // 512 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);              // 64 cells
+  CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW
+  CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
+  CHECK(pick({8, 64, 16, 56, 56}, params({3}, {2}, {1})) == AutoPick::v2_interior_border);
+  CHECK(pick({8, 64, 16, 56, 56}, cl({3}, {2}, {1})) == AutoPick::v7_channels_last);
+  CHECK(pick({1, 1, 320, 320, 320}, cl({3}, {2}, {1})) == AutoPick::v2_interior_border);     // C = 1
+  CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1})) == AutoPick::v2_interior_border);    // 27 cells
 }
 
 TEST_CASE("launchers refuse bad arguments before any launch") {

@@ -11,6 +11,7 @@
 #include "tut/grading.hpp"
 #include "versions.cuh"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <set>
@@ -23,9 +24,10 @@ using ch06::List;
 using ch06::Spec;
 using namespace ch06::test_cases;
 
-// The forward versions that take a layout, as a problem of their own: check_chains runs every own
-// forward version of the problem it is given, and a version that refuses the case would stop it.
-const tut::ProblemEntry& forward_taking(const std::string& layout) {
+// The forward versions that take a layout, as a problem of their own: check_chains and
+// check_all_at run every version of the problem they are given, and a version that refuses the
+// case would stop them (they do not expect tut::Unsupported).
+const tut::Problem<ch06::FwdInst<float>>& forward_problem_taking(const std::string& layout) {
   static const auto keep = [](const std::string& l) {
     auto p = ch06::forward_f32_problem();
     std::vector<tut::Version<ch06::FwdInst<float>>> vs;
@@ -47,7 +49,11 @@ const tut::ProblemEntry& forward_taking(const std::string& layout) {
     return p;
   };
   static const auto ncdhw = keep("NCDHW"), ndhwc = keep("NDHWC");
-  static const tut::ProblemEntry e_ncdhw = tut::erase(ncdhw), e_ndhwc = tut::erase(ndhwc);
+  return layout == "NDHWC" ? ndhwc : ncdhw;
+}
+const tut::ProblemEntry& forward_taking(const std::string& layout) {
+  static const tut::ProblemEntry e_ncdhw = tut::erase(forward_problem_taking("NCDHW")),
+                                 e_ndhwc = tut::erase(forward_problem_taking("NDHWC"));
   return layout == "NDHWC" ? e_ndhwc : e_ncdhw;
 }
 
@@ -108,7 +114,8 @@ TEST_SUITE("gpu") {
         }
       if (tut::under_sanitizer()) cases.resize(1);
       const int pairs = tut::check_chains(ch06::maxpool3d_backward_f32(), cases, &fwd);
-      CHECK(pairs == own * 2 * static_cast<int>(cases.size()));
+      const int bwd_versions = static_cast<int>(ch06::maxpool3d_backward_f32().versions.size());
+      CHECK(pairs == own * bwd_versions * static_cast<int>(cases.size()));
     }
   }
 
@@ -134,12 +141,22 @@ TEST_SUITE("gpu") {
       TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
       return out;
     };
-    REQUIRE(bwd.versions.at(1).name == "v1_gather");
-    const auto first = run(1);
-    int gather_differs = 0, scatter_differs = 0;
     const int runs = tut::under_sanitizer() ? 2 : 20;
-    for (int r = 0; r < runs; ++r) gather_differs += run(1) != first;
-    CHECK(gather_differs == 0);
+    std::vector<unsigned char> gathered;
+    for (const char* name : {"v1_gather", "v2_marked_gather", "auto"}) {
+      const auto v = std::find_if(bwd.versions.begin(), bwd.versions.end(), [&](const auto& x) { return x.name == name; });
+      REQUIRE(v != bwd.versions.end());
+      const auto index = static_cast<std::size_t>(v - bwd.versions.begin());
+      const auto first = run(index);
+      int differs = 0;
+      for (int r = 0; r < runs; ++r) differs += run(index) != first;
+      INFO(name);
+      CHECK(differs == 0);
+      if (gathered.empty()) gathered = first;
+      CHECK(first == gathered);  // the same sums in the same order: the same bits
+    }
+    const auto& first = gathered;
+    int scatter_differs = 0;
     const auto scatter_first = run(0);
     for (int r = 0; r < runs; ++r) scatter_differs += run(0) != scatter_first;
     MESSAGE("the atomic scatter's dx differed from its first run's bits in ", scatter_differs, " of ", runs, " runs");
@@ -220,13 +237,13 @@ TEST_SUITE("gpu") {
 TEST_SUITE("large") {
   TEST_CASE("maxpool3d_f32: every version on a 2^31 + 33 Mi-element input" *
             tut::needs_gpu_memory(std::size_t{48} << 30)) {
-    tut::check_all_at(ch06::maxpool3d_f32(),
+    tut::check_all_at(forward_problem_taking("NCDHW"),
                       ch06::make_pool_case({{2, 16, 256, 512, 520}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false));
   }
   TEST_CASE("maxpool3d_f32: an output of more than 2^31 elements, both layouts" *
             tut::needs_gpu_memory(std::size_t{64} << 30)) {
     for (const char* layout : {"NCDHW", "NDHWC"})
-      tut::check_all_at(ch06::maxpool3d_f32(),
+      tut::check_all_at(forward_problem_taking(layout),
                         ch06::make_pool_case({{1, 5, 1, 20000, 22000}, {1}, {1}, {0}, {1}, 0, layout, "compact"}, false));
   }
 }

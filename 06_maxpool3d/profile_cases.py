@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Nsight Compute on the suite cases the lesson discusses: each (case, version) pair once, under
+`ncu --profile-from-start off`, the counters below per kernel, into one CSV.
+
+  profile_cases.py --build BUILD OUT.csv [--budget SECONDS]
+
+BUILD is a build whose benchmark is BUILD/subprojects/06_maxpool3d/tut/bench_06_maxpool3d (the
+repository's build; for this chapter built alone, a folder whose subprojects/06_maxpool3d/tut links to
+its tut/). PyTorch's kernels are profiled through common/tools/torch_peers.py --profile. Each row:
+tag (the name the lesson's figures select by), problem, case, version, kernel, then the metrics.
+Pairs are profiled in order and the CSV is rewritten after each, so a run stopped by --budget keeps
+what it measured. Without ncu, says so and exits 77.
+"""
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+METRICS = [
+    "gpu__time_duration.sum",
+    "launch__grid_size", "launch__block_size", "launch__registers_per_thread",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct", "lts__t_sectors_srcunit_tex_op_read.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct",
+    "smsp__warp_issue_stalled_barrier_per_warp_active.pct",
+    "smsp__warp_issue_stalled_lg_throttle_per_warp_active.pct",
+    "smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct",
+    "smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct",
+]
+
+STEM = "8x64x16x56x56 kernel=3 stride=2 padding=1"
+HALVE = "2x64x32x112x112 kernel=2 stride=2 padding=0"
+K8S1 = "1x16x64x64x64 kernel=8 stride=1 padding=0"
+SMALL = "1024x512x4x4x4 kernel=2 stride=2 padding=0"
+K8S8 = "2x64x64x64x64 kernel=8 stride=8 padding=0"
+S1 = "4x32x32x64x64 kernel=3 stride=1 padding=1"
+
+F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
+# (tag, problem, case text, version); a version named with a dot is a PyTorch peer.
+PAIRS = [
+    ("stem", F, STEM, ["v1_unrolled", "v2_interior_border", "v4_layout_ncdt", "v5_layout_dhw", "v3_shared_tile",
+                       "v0_naive", "v6_separable", "F.max_pool3d"]),
+    ("k8s1", F, K8S1, ["v0_naive", "v2_interior_border", "v6_separable", "F.max_pool3d"]),
+    ("halve", F, HALVE, ["v2_interior_border", "v3_shared_tile", "F.max_pool3d"]),
+    ("small", F, SMALL, ["v2_interior_border", "v4_layout_ncdt", "v5_layout_dhw"]),
+    ("bwd", B, STEM + " indices=int64", ["v0_scatter_atomic", "v1_gather", "v2_marked_gather",
+                                         "aten.max_pool3d_with_indices_backward"]),
+    ("bwd_k8s1", B, K8S1 + " indices=compact", ["v0_scatter_atomic", "v2_marked_gather"]),
+    ("stem_cl", F, STEM + " layout=NDHWC", ["v7_channels_last", "F.max_pool3d"]),
+    ("k8s8", F, K8S8, ["v3_shared_tile"]),
+    ("s1", F, S1, ["v1_unrolled", "v3_shared_tile"]),
+]
+
+
+def number(text):
+    try:
+        return float(str(text).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def ncu_rows(ncu, program):
+    cmd = [ncu, "--profile-from-start", "off", "--csv", "--page", "raw", "--print-units", "base",
+           "--clock-control", "none", "--metrics", ",".join(METRICS)] + program
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    lines = proc.stdout.splitlines()
+    head = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+    if head is None:
+        return None, (proc.stderr + proc.stdout)[-1500:]
+    rows = list(csv.reader(lines[head:]))
+    names = rows[0]
+    out = []
+    for r in rows[2:]:
+        rec = dict(zip(names, r))
+        out.append({"kernel": rec.get("Kernel Name", "")[:80], **{m: number(rec.get(m)) for m in METRICS}})
+    return out, None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--budget", type=float, default=1e9, help="stop starting new pairs after this many seconds")
+    ap.add_argument("out")
+    args = ap.parse_args()
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if not os.access(ncu, os.X_OK):
+        print("ncu not found: nothing profiled")
+        return 77
+    build = os.path.abspath(args.build)
+    bench = os.path.join(build, "subprojects", "06_maxpool3d", "tut", "bench_06_maxpool3d")
+    peers = os.path.join(ROOT, "common", "tools", "torch_peers.py")
+    rows, start = [], time.time()
+    for tag, problem, text, versions in PAIRS:
+        shape, *params = text.split()
+        for version in versions:
+            if time.time() - start > args.budget:
+                print(f"budget spent: stopped before {tag} {version}")
+                return 0
+            if "." in version:
+                prog = [sys.executable, peers, "--build", build, "--profile", "06_maxpool3d", problem, version,
+                        "--case", text]
+            else:
+                prog = [bench, "--problem", problem, "--version", version, "--shape", shape, "--profile"]
+                for p in params:
+                    prog += ["--param", p]
+            got, err = ncu_rows(ncu, prog)
+            if got is None:
+                print(f"{tag} {version}: ncu failed:\n{err}")
+                continue
+            for k in got:
+                rows.append({"tag": tag, "problem": problem, "case": text, "version": version, **k})
+            print(f"{tag} {version}: " + "; ".join(
+                f"{k['kernel'][:40]} {k['gpu__time_duration.sum'] or 0:.0f} ns DRAM {k['dram__throughput.avg.pct_of_peak_sustained_elapsed'] or 0:.1f}%"
+                for k in got))
+            with open(args.out, "w", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, fieldnames=["tag", "problem", "case", "version", "kernel"] + METRICS)
+                w.writeheader()
+                w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
