@@ -396,6 +396,41 @@ def matches(printed, value):
     return abs(value - float(s)) <= 0.5 * 10.0 ** -decimals * scale * (1 + 1e-9)
 
 
+def fix(readme_path):
+    """Rewrites each printed number whose source moved (a rerun) to the value its files give, at the
+    digits it was printed with; returns [(line, old, new)]. Only plain decimals are rewritten; a
+    number printed another way (an exponent, a thousands separator) stays an error to mend by hand.
+    The prose around a changed number is the author's to reread."""
+    with open(readme_path, encoding="utf-8") as fh:
+        text = fh.read()
+    results = os.path.join(os.path.dirname(os.path.abspath(readme_path)), "results")
+    lets, _ = lets_of(text, results)
+    cache, edits = {}, []
+    for m in COMMENT.finditer(text):
+        if m.group(1):
+            continue
+        before = text[max(0, m.start() - 40):m.start()]
+        pm = PRINTED.search(before)
+        if not pm or not re.fullmatch(r"-?\d+(\.\d+)?", pm.group("num")):
+            continue
+        try:
+            value = Parser(" ".join(m.group(2).split()), results, lets, cache).parse()
+        except FigureError:
+            continue
+        printed = pm.group("num")
+        if matches(printed, value):
+            continue
+        decimals = len(printed.partition(".")[2])
+        new = f"{value:.{decimals}f}"
+        start = max(0, m.start() - 40) + pm.start("num")
+        edits.append((start, start + len(printed), printed, new, text.count("\n", 0, m.start()) + 1))
+    for start, end, old, new, _ in reversed(edits):
+        text = text[:start] + new + text[end:]
+    with open(readme_path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return [(line, old, new) for _, _, old, new, line in edits]
+
+
 def figure_errors(readme_path):
     """What is wrong with the README's figures: ["README.md:LINE: message", ...]; empty when
     every figure is what its files give."""
@@ -406,6 +441,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--show", action="store_true", help="print every figure and its value")
     ap.add_argument("--eval", metavar="EXPR", help="print EXPR's value against the README's results/")
+    ap.add_argument("--fix", action="store_true",
+                    help="rewrite printed numbers to what their files give now (after a rerun); reread the prose")
     ap.add_argument("readmes", nargs="+")
     args = ap.parse_args()
     if args.eval:
@@ -420,6 +457,10 @@ def main():
             print(e)
             return 1
         return 0
+    if args.fix:
+        for readme in args.readmes:
+            for line, old, new in fix(readme):
+                print(f"{readme}:{line}: {old} -> {new}")
     failed = 0
     for readme in args.readmes:
         figs = figures(readme)

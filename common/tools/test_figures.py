@@ -7,7 +7,7 @@ import tempfile
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from figures import figure_errors, figures  # noqa: E402
+from figures import figure_errors, figures, fix  # noqa: E402
 
 BENCH = {
     "copy_ceiling": {"GBps": 3021.492689782596},
@@ -138,6 +138,16 @@ def test_names_and_layout():
     check(len(errors("1<!-- fig: copy_ceiling.GBps -->\n")) == 1, "a reference with no file")
     check(len(errors("1<!-- fig: nothing.json x -->\n")) == 1, "a missing file")
     check(len(errors("1<!-- fig: 1 / 0 -->\n")) == 1, "division by zero")
+
+
+def test_fix_rewrites_a_moved_number():
+    path = lesson(f"v7 takes 0.931<!-- fig: {RATIO} --> of CUB's time, 1,000<!-- fig: 999 --> times.\n")
+    changed = fix(path)
+    check([(old, new) for _, old, new in changed] == [("0.931", "0.930")], changed)
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    check(text.startswith("v7 takes 0.930<!--"), text)
+    check(len(figure_errors(path)) == 1, "a thousands separator is left for the author")
 
 
 def main():
