@@ -99,8 +99,9 @@ __device__ __forceinline__ void bwd_params_of_pack(const ChannelParams& p, const
   }
 }
 
-// One warp, elements [chunk * 32V, chunk * 32V + 32V), all inside the tensor.
-template <int V, class T, bool kAdd>
+// One warp, elements [chunk * 32V, chunk * 32V + 32V), all inside the tensor. kStream: dx (and dr)
+// stores evict first (version 3).
+template <int V, class T, bool kAdd, bool kStream = false>
 __device__ __forceinline__ void bwd_apply_chunk(const BwdArgs<T>& a, const ChannelParams& p, const ChannelMap& map,
                                                 std::int64_t chunk, int lane) {
   const std::int64_t e0 = chunk * (32 * V) + lane * V;
@@ -126,8 +127,8 @@ __device__ __forceinline__ void bwd_apply_chunk(const BwdArgs<T>& a, const Chann
     a.dx[e0] = from_float<T>(dx[0]);
     if constexpr (kAdd) a.dr[e0] = from_float<T>(g[0]);
   } else {
-    store_pack<V>(a.dx + e0, dx);
-    if constexpr (kAdd) store_pack<V>(a.dr + e0, g);
+    store_pack<V, T, kStream>(a.dx + e0, dx);
+    if constexpr (kAdd) store_pack<V, T, kStream>(a.dr + e0, g);
   }
 }
 

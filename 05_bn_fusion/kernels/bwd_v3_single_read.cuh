@@ -1,7 +1,7 @@
 // bwd v3_single_read: one cooperative kernel, as fwd v3: the two sums (phase 1, front to back),
 // grid.sync(), a warp per channel writes dgamma, dbeta and dx's coefficients (phase 2),
 // grid.sync(), the dx pass back to front (phase 3), so its first reads of dy, x and the mask hit
-// the L2.
+// the L2, writing dx (and dr) with evict-first stores.
 // Bytes per float element when dy, x and the mask fit in the L2 together (at 16x32x112x112: 51 MB,
 // about the H100's L2, so only partly): dy 4 + x 4 + mask 1/8 + dx 4 = 12.125 instead of 20.25.
 // Prediction: at 16x32x112x112 most of the second read hits; at 64x64x112x112 about a fifth.
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kBlock)
   // 3. dx, back to front.
   const std::int64_t chunks = a.s.numel() / (32 * Va);
   if (warp == 0) bwd_apply_tail<T, kAdd>(a, p, map, chunks * 32 * Va, lane);
-  for (std::int64_t k = chunks - 1 - warp; k >= 0; k -= warps) bwd_apply_chunk<Va, T, kAdd>(a, p, map, k, lane);
+  for (std::int64_t k = chunks - 1 - warp; k >= 0; k -= warps) bwd_apply_chunk<Va, T, kAdd, true>(a, p, map, k, lane);
 }
 
 template <class T>

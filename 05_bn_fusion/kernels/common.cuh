@@ -111,14 +111,18 @@ __device__ __forceinline__ void load_pack(const T* __restrict__ p, float (&v)[V]
 #pragma unroll
   for (int k = 0; k < V; ++k) v[k] = to_float(pk.elem[k]);
 }
-// One 16-byte store, said explicitly (__stwb: st.global.wb.v4, the default write-back policy).
-// Assigning a 16-byte struct is not enough: the compiler split that store into four STG.E where it
-// could not prove the address 16-byte aligned (tests/test_sass.cpp checks for STG.E.128).
-template <int V, class T>
+// One 16-byte store, said explicitly: __stwb (st.global.wb.v4, the default write-back policy), or
+// with kStream __stcs (st.global.cs: evict first, for data nobody reads soon; version 3 writes y so
+// that it does not push x out of the L2). Assigning a 16-byte struct is not enough: the compiler
+// split that store into four STG.E where it could not prove the address 16-byte aligned
+// (tests/test_sass.cpp checks for STG.E.128).
+template <int V, class T, bool kStream = false>
 __device__ __forceinline__ void store_pack(T* __restrict__ p, const float (&v)[V]) {
   static_assert(V * sizeof(T) == 16, "a 16-byte pack");
   if constexpr (std::is_same_v<T, float>) {
-    __stwb(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+    const float4 w = make_float4(v[0], v[1], v[2], v[3]);
+    if constexpr (kStream) __stcs(reinterpret_cast<float4*>(p), w);
+    else __stwb(reinterpret_cast<float4*>(p), w);
   } else {
     uint4 w;
     const __half2 h0 = __floats2half2_rn(v[0], v[1]), h1 = __floats2half2_rn(v[2], v[3]),
@@ -127,7 +131,8 @@ __device__ __forceinline__ void store_pack(T* __restrict__ p, const float (&v)[V
     w.y = *reinterpret_cast<const unsigned*>(&h1);
     w.z = *reinterpret_cast<const unsigned*>(&h2);
     w.w = *reinterpret_cast<const unsigned*>(&h3);
-    __stwb(reinterpret_cast<uint4*>(p), w);
+    if constexpr (kStream) __stcs(reinterpret_cast<uint4*>(p), w);
+    else __stwb(reinterpret_cast<uint4*>(p), w);
   }
 }
 // V consecutive floats of a per-channel array (V-aligned: the scratch arrays are padded and aligned).

@@ -96,7 +96,8 @@ __device__ __forceinline__ void params_of_pack(const ChannelParams& p, const Cha
 
 // One warp: elements [chunk * 32V, chunk * 32V + 32V), all inside the tensor; lane t holds pack t.
 // Word w of the chunk's V words takes its bits from all V ballots (tut::bitmask::word_from_ballots).
-template <int V, class T, bool kAdd>
+// kStream: y's stores evict first (version 3).
+template <int V, class T, bool kAdd, bool kStream = false>
 __device__ __forceinline__ void fwd_apply_chunk(const FwdArgs<T>& a, const ChannelParams& p, const ChannelMap& map,
                                                 std::int64_t chunk, int lane) {
   const std::int64_t e0 = chunk * (32 * V) + lane * V;
@@ -122,7 +123,7 @@ __device__ __forceinline__ void fwd_apply_chunk(const FwdArgs<T>& a, const Chann
     ballots[k] = __ballot_sync(kFullWarp, kept(s));
   }
   if constexpr (V == 1) a.y[e0] = from_float<T>(yv[0]);
-  else store_pack<V>(a.y + e0, yv);
+  else store_pack<V, T, kStream>(a.y + e0, yv);
   if (lane < V) a.mask[chunk * V + lane] = tut::bitmask::word_from_ballots<V>(ballots, lane);
 }
 

@@ -8,7 +8,8 @@
 // launch checks it) and one kernel does all three phases:
 //   1. each block reduces its share of x, exactly as v2 does, and writes its partials;
 //   2. grid.sync(); a warp per channel merges that channel's partials and writes the results;
-//   3. grid.sync(); the normalize pass, over the chunks in REVERSE order.
+//   3. grid.sync(); the normalize pass, over the chunks in REVERSE order, writing y with
+//      evict-first stores, so that y does not push the x still to be read out of the L2.
 // Phase 1 reads x from front to back (kernels/layout.cuh: all blocks sweep the same band at the
 // same time), so when it ends the L2 holds the last ~40 MB it read: the back of x. Phase 3 starts
 // there. When x fits in the L2, phase 3 reads nothing from DRAM; when it does not, its first 40 MB
@@ -125,7 +126,7 @@ __global__ void __launch_bounds__(kBlock)
   // 3. Normalize, back to front: the first chunks are the last phase 1 read.
   const std::int64_t chunks = a.s.numel() / (32 * Va);
   if (warp == 0) fwd_apply_tail<T, kAdd>(a, p, map, chunks * 32 * Va, lane);
-  for (std::int64_t k = chunks - 1 - warp; k >= 0; k -= warps) fwd_apply_chunk<Va, T, kAdd>(a, p, map, k, lane);
+  for (std::int64_t k = chunks - 1 - warp; k >= 0; k -= warps) fwd_apply_chunk<Va, T, kAdd, true>(a, p, map, k, lane);
 }
 
 inline std::size_t v3_partial_bytes(const Shape4& s, int v_max, std::size_t stat_bytes) {
