@@ -3,7 +3,8 @@
 the dispatcher's (auto's) fraction and its time over the best version's, PyTorch's fraction, and
 our raced version's speed over PyTorch's in the same process. Then the geometric means.
 
-  suite_table.py RESULTS_DIR            write RESULTS_DIR/<gpu>.suite.txt for each <gpu>.json there
+  suite_table.py RESULTS_DIR            write RESULTS_DIR/<gpu>.suite.txt for each <gpu>.json there, and
+                                        <gpu>.ncu.txt for each <gpu>.ncu.csv (profile_cases.py's counters)
   suite_table.py --check RESULTS_DIR    exit 1 if a committed <gpu>.suite.txt is not what this makes
                                         of the JSON beside it (a test: the lesson quotes these files)
   suite_table.py --check-cases MODULE   the chapter's torch_peers.py CASES name exactly each
@@ -116,10 +117,46 @@ def table(bench, torch_doc):
     return "\n".join(lines) + "\n"
 
 
+def ncu_table(path):
+    """profile_cases.py's CSV as a text table: one line per kernel."""
+    import csv
+    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+
+    def num(r, k):
+        try:
+            return float(r[k])
+        except (KeyError, ValueError):
+            return float("nan")
+
+    lines = [f"Nsight Compute, results/{os.path.basename(path)}: per kernel, its time, DRAM bytes (read + written) and "
+             "throughput, achieved occupancy, warp instructions, L1 and L2 hit rates, sectors per global load request, "
+             "shared-memory bank conflicts, and the share of active cycles stalled on a long scoreboard (global memory) "
+             "and at a barrier",
+             f"{'tag':9s} {'version':38s} {'kernel':30s} {'us':>8s} {'DRAM MB':>8s} {'DRAM %':>6s} {'occ %':>5s} "
+             f"{'Minst':>7s} {'L1 %':>5s} {'L2 %':>5s} {'sec/req':>7s} {'bank cf':>9s} {'lsb %':>5s} {'bar %':>5s}"]
+    for r in rows:
+        kernel = r["kernel"].replace("void ", "").replace("ch06::", "").replace("(anonymous namespace)::", "")
+        kernel = kernel.split("(")[0].replace("_kernel", "").replace(" ", "").replace(",float>", ">")[:30]
+        req = num(r, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+        spr = num(r, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") / req if req > 0 else float("nan")
+        dram = (num(r, "dram__bytes_read.sum") + num(r, "dram__bytes_write.sum")) / 1e6
+        lines.append(f"{r['tag']:9s} {r['version']:38s} {kernel:30s} {num(r, 'gpu__time_duration.sum') / 1e3:8.1f} "
+                     f"{dram:8.1f} {num(r, 'dram__throughput.avg.pct_of_peak_sustained_elapsed'):6.1f} "
+                     f"{num(r, 'sm__warps_active.avg.pct_of_peak_sustained_active'):5.1f} "
+                     f"{num(r, 'smsp__inst_executed.sum') / 1e6:7.1f} {num(r, 'l1tex__t_sector_hit_rate.pct'):5.1f} "
+                     f"{num(r, 'lts__t_sector_hit_rate.pct'):5.1f} {spr:7.1f} "
+                     f"{num(r, 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum'):9.0f} "
+                     f"{num(r, 'smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct'):5.1f} "
+                     f"{num(r, 'smsp__warp_issue_stalled_barrier_per_warp_active.pct'):5.1f}")
+    return "\n".join(lines) + "\n"
+
+
 def tables(folder):
     out = {}
     if not os.path.isdir(folder):
         return out
+    for csv_path in sorted(glob.glob(os.path.join(folder, "*.ncu.csv"))):
+        out[csv_path[: -len(".csv")] + ".txt"] = ncu_table(csv_path)
     for slug, docs in sorted(results.folder(folder).items()):
         if "bench" in docs:
             out[os.path.join(folder, f"{slug}.suite.txt")] = table(docs["bench"], docs.get("torch"))
@@ -159,7 +196,7 @@ def main():
     made = tables(args.folder)
     if args.check:
         stale = []
-        for path in glob.glob(os.path.join(args.folder, "*.suite.txt")):
+        for path in glob.glob(os.path.join(args.folder, "*.suite.txt")) + glob.glob(os.path.join(args.folder, "*.ncu.txt")):
             if path not in made:
                 stale.append(f"{path}: no results file to make it from")
         for path, text in made.items():

@@ -221,14 +221,12 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_version<T>("v0_scatter_atomic", "PyTorch's way: zero dx, atomicAdd dy at each output's index",
                           &bwd_v0_scatter_atomic<T>, {TUT_KERNEL(bwd_v0_scatter_atomic_kernel<T>)}),
       backward_version<T>("v1_gather", "deterministic: each input sums dy of the covering outputs that chose it",
-                          &bwd_v1_gather<T>,
-                          {TUT_KERNEL(bwd_v1_gather_kernel<false, 1, T>), TUT_KERNEL(bwd_v1_gather_kernel<false, 2, T>),
-                           TUT_KERNEL(bwd_v1_gather_kernel<false, 0, T>), TUT_KERNEL(bwd_v1_gather_kernel<true, 0, T>)}),
+                          &bwd_v1_gather<T>, {TUT_KERNEL(bwd_v1_gather_kernel<false, T>), TUT_KERNEL(bwd_v1_gather_kernel<true, T>)}),
       backward_scratch_version<T>("v2_marked_gather", "deterministic: mark the chosen inputs, gather only for those",
                                   &bwd_v2_marked_gather<T>, &bwd_v2_scratch_bytes<T>,
                                   {TUT_KERNEL(bwd_v2_mark_kernel<T>), TUT_KERNEL(bwd_v2_split_kernel<T>),
-                                   TUT_KERNEL(bwd_v2_gather_list_kernel<false, 0, T>)}),
-      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v1 for k <= 2s, else v2",
+                                   TUT_KERNEL(bwd_v2_gather_list_kernel<false, T>)}),
+      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v1 without overlap, else v2",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };
   return p;

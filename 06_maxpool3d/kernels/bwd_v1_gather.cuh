@@ -12,14 +12,17 @@
 // Cost against the scatter (bwd v0): no zeroing pass and no atomics; but each input reads the
 // index of every output that covers it, prod(ceil(k / s)) of them (1 for stride = kernel, 8 for
 // k = 3, s = 2, 512 for k = 8, s = 1). Those reads are the neighbours' too and mostly hit in L1,
-// but they are instructions: expect the gather to win where windows overlap little, and to lose
-// its margin as the overlap grows.
+// but they are instructions: the prediction was that the gather wins where windows overlap little
+// and loses its margin as the overlap grows.
+//
+// Measured, it wins nowhere: on the H100 it ran at 0.167 of copy on 2x64x32x112x112 with k = 2
+// (one candidate per input) where the scatter reached 0.402, and Nsight Compute counts about 380
+// instructions per input on the stem case, DRAM 8 % busy: the thread's loop, with
+// runtime bounds, issues one candidate's loads at a time and waits for each. The lesson has the
+// numbers and what to try next.
 #pragma once
 
 #include "kernels/bwd.cuh"
-
-#include <algorithm>
-#include <type_traits>
 
 namespace ch06 {
 
@@ -37,14 +40,10 @@ __device__ __forceinline__ void covering(int x, int k, int p, int dil, int out, 
   lo = bottom <= 0 ? 0 : static_cast<int>(by_s.div(static_cast<std::uint32_t>(bottom + s - 1)));
 }
 
-// dx of input element e: the sum, in a fixed order (od, then oh, then ow ascending), of dy over the
-// outputs that cover e and whose saved index names it.
-//   kDilated  dilation > 1 on some axis. Undilated, a covering output's cell along an axis is
-//             x + p - o*s itself: no division and no test of divisibility per candidate.
-//   M         at most M covering outputs per axis, known at compile time (M = ceil(k / s): 1 where
-//             windows do not overlap, 2 for k = 3, s = 2), so the M^3 candidates' indices are all
-//             loaded before the first compare; 0: any number, in loops (k = 3, s = 1; k = 8, s = 1).
-template <bool kDilated, int M, class T>
+// dx of input element e: the sum, in a fixed order, of dy over the outputs that cover e and whose
+// saved index names it. kDilated: dilation > 1 on some axis. Undilated, a covering output's cell
+// along an axis is x + p - o*s itself: no division and no test of divisibility per candidate.
+template <bool kDilated, class T>
 __device__ __forceinline__ T gather_one(const BackwardArgs<T>& a, const GatherDivs& dv, std::int64_t e) {
   const Window& w = a.w;
   const bool cl = w.layout == Layout::ndhwc;
@@ -101,80 +100,35 @@ __device__ __forceinline__ T gather_one(const BackwardArgs<T>& a, const GatherDi
   const std::int64_t out_base = cl ? n * w.out_plane() * w.C + c : (n * w.C + c) * w.out_plane();
   const std::int64_t out_step = cl ? w.C : 1;  // between neighbouring ow
   T acc = T(0);
-  if constexpr (M > 0 && !kDilated) {
-    // The candidate box, M per axis, fully unrolled: first every index, then the compares, then
-    // the matched dy, added in the same order as the loops below.
-    bool ok[M * M * M];
-    std::int64_t at[M * M * M];
-    bool mine[M * M * M];
-#pragma unroll
-    for (int i = 0; i < M; ++i)
-#pragma unroll
-      for (int j = 0; j < M; ++j)
-#pragma unroll
-        for (int k = 0; k < M; ++k) {
-          const int t = (i * M + j) * M + k, od = od_lo + i, oh = oh_lo + j, ow = ow_lo + k;
-          ok[t] = od <= od_hi && oh <= oh_hi && ow <= ow_hi;
-          at[t] = out_base + ((static_cast<std::int64_t>(od) * w.oH + oh) * w.oW + ow) * out_step;
-          const int cell = ((d + w.p[0] - od * w.s[0]) * w.k[1] + (h + w.p[1] - oh * w.s[1])) * w.k[2] +
-                           (x + w.p[2] - ow * w.s[2]);
-          if (w.indices == IndexFormat::int64) mine[t] = ok[t] && a.index[ok[t] ? at[t] : 0] == flat;
-          else mine[t] = ok[t] && saved_cell(a, ok[t] ? at[t] : 0) == cell;
-        }
-#pragma unroll
-    for (int t = 0; t < M * M * M; ++t)
-      if (mine[t]) acc += a.dy[at[t]];
-  } else {
-    for (int od = od_lo; od <= od_hi; ++od) {
-      const int rd = d + w.p[0] - od * w.s[0];
-      if (kDilated && rd % w.dil[0] != 0) continue;
-      const int jd = kDilated ? rd / w.dil[0] : rd;
-      for (int oh = oh_lo; oh <= oh_hi; ++oh) {
-        const int rh = h + w.p[1] - oh * w.s[1];
-        if (kDilated && rh % w.dil[1] != 0) continue;
-        const int jdh = jd * w.k[1] + (kDilated ? rh / w.dil[1] : rh);
-        const std::int64_t row = out_base + ((static_cast<std::int64_t>(od) * w.oH + oh) * w.oW) * out_step;
-        for (int ow = ow_lo; ow <= ow_hi; ++ow) {
-          const int rw = x + w.p[2] - ow * w.s[2];
-          if (kDilated && rw % w.dil[2] != 0) continue;
-          const std::int64_t o = row + ow * out_step;
-          const bool match = w.indices == IndexFormat::int64
-                                 ? a.index[o] == flat
-                                 : saved_cell(a, o) == jdh * w.k[2] + (kDilated ? rw / w.dil[2] : rw);
-          if (match) acc += a.dy[o];
-        }
+  for (int od = od_lo; od <= od_hi; ++od) {
+    const int rd = d + w.p[0] - od * w.s[0];
+    if (kDilated && rd % w.dil[0] != 0) continue;
+    const int jd = kDilated ? rd / w.dil[0] : rd;
+    for (int oh = oh_lo; oh <= oh_hi; ++oh) {
+      const int rh = h + w.p[1] - oh * w.s[1];
+      if (kDilated && rh % w.dil[1] != 0) continue;
+      const int jdh = jd * w.k[1] + (kDilated ? rh / w.dil[1] : rh);
+      const std::int64_t row = out_base + ((static_cast<std::int64_t>(od) * w.oH + oh) * w.oW) * out_step;
+      for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+        const int rw = x + w.p[2] - ow * w.s[2];
+        if (kDilated && rw % w.dil[2] != 0) continue;
+        const std::int64_t o = row + ow * out_step;
+        const bool mine = w.indices == IndexFormat::int64
+                              ? a.index[o] == flat
+                              : saved_cell(a, o) == jdh * w.k[2] + (kDilated ? rw / w.dil[2] : rw);
+        if (mine) acc += a.dy[o];
       }
     }
   }
   return acc;
 }
 
-// The compile-time candidate count for a window: ceil(k / s) on the widest axis if it is 1 or 2
-// and the window is undilated; else 0 (loops).
-inline int gather_box(const Window& w) {
-  if (w.dilated()) return 0;
-  int m = 1;
-  for (int i = 0; i < 3; ++i) m = std::max(m, (w.k[i] + w.s[i] - 1) / w.s[i]);
-  return m <= 2 ? m : 0;
-}
-
-// Calls f(std::integral_constant<bool, dilated>, std::integral_constant<int, M>) for the window.
-template <class F>
-void with_gather_shape(const Window& w, F&& f) {
-  switch (w.dilated() ? -1 : gather_box(w)) {
-    case 1: return f(std::false_type{}, std::integral_constant<int, 1>{});
-    case 2: return f(std::false_type{}, std::integral_constant<int, 2>{});
-    case 0: return f(std::false_type{}, std::integral_constant<int, 0>{});
-    default: return f(std::true_type{}, std::integral_constant<int, 0>{});
-  }
-}
-
-template <bool kDilated, int M, class T>
+template <bool kDilated, class T>
 __global__ void __launch_bounds__(256) bwd_v1_gather_kernel(BackwardArgs<T> a, GatherDivs dv) {
   const std::int64_t total = a.w.in_numel();
   for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    a.dx[e] = gather_one<kDilated, M>(a, dv, e);
+    a.dx[e] = gather_one<kDilated>(a, dv, e);
 }
 
 inline GatherDivs gather_divs(const Window& w) {
@@ -197,9 +151,8 @@ void bwd_v1_gather(cudaStream_t s, const BackwardArgs<T>& a) {
   const GatherDivs dv = gather_divs(w);
   constexpr int kBlock = 256;
   const unsigned grid = grid_for(w.in_numel(), kBlock, "bwd_v1_gather");
-  with_gather_shape(w, [&](auto dilated, auto m) {
-    bwd_v1_gather_kernel<decltype(dilated)::value, decltype(m)::value, T><<<grid, kBlock, 0, s>>>(a, dv);
-  });
+  if (w.dilated()) bwd_v1_gather_kernel<true, T><<<grid, kBlock, 0, s>>>(a, dv);
+  else bwd_v1_gather_kernel<false, T><<<grid, kBlock, 0, s>>>(a, dv);
   TUT_CHECK_LAUNCH("bwd_v1_gather_kernel");
 }
 

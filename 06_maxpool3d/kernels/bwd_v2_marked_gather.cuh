@@ -9,10 +9,14 @@
 // Still deterministic: each dx element is written by one thread, which adds its dy in v1's fixed
 // order; the list's order varies from run to run, but no sum depends on it.
 //
-// Cost: the marks (a byte per input, zeroed, then written), the list (8 bytes per marked input),
+// Cost: the marks (a byte per input, zeroed, then scattered), the list (8 bytes per marked input),
 // one more pass over the inputs, and the scans only for marked inputs: at most one per output, so
 // out * prod(ceil(k / s)) candidates instead of in * prod(ceil(k / s)). Where windows do not
 // overlap every output marks a different input and v1 does no extra work: there v1 is cheaper.
+//
+// Measured: the split takes one atomicAdd per warp on a single counter, and on the stem case its
+// 800 thousand warps serialize there (the split kernel alone takes 0.57 ms, the scatter's whole
+// backward 0.12). Taking one atomic per block instead is the next step; it is not measured here.
 #pragma once
 
 #include "kernels/bwd_v1_gather.cuh"
@@ -50,46 +54,27 @@ __global__ void __launch_bounds__(256) bwd_v2_mark_kernel(BackwardArgs<T> a, Out
   }
 }
 
-// One chunk of kSplitBlock inputs per block and iteration, the same number of iterations for every
-// thread of a block (so the barriers are safe). The block's marked inputs get consecutive list
-// slots from one atomicAdd: a first version took one per warp, and 800 thousand warps adding to
-// one counter serialized at the L2 (0.57 ms on the stem case, eight times the scatter's whole
-// backward).
-inline constexpr int kSplitBlock = 256;
-
+// The loop runs over whole warps (`base` is the same in all 32 lanes), so every ballot has all 32.
 template <class T>
-__global__ void __launch_bounds__(kSplitBlock) bwd_v2_split_kernel(BackwardArgs<T> a,
-                                                                   const std::uint8_t* __restrict__ mark,
-                                                                   unsigned long long* count, std::int64_t* list) {
-  constexpr int kWarps = kSplitBlock / 32;
-  __shared__ unsigned warp_count[kWarps];
-  __shared__ unsigned long long block_first;
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  const std::int64_t total = a.w.in_numel();
-  for (std::int64_t chunk = blockIdx.x * static_cast<std::int64_t>(kSplitBlock); chunk < total;
-       chunk += static_cast<std::int64_t>(gridDim.x) * kSplitBlock) {
-    const std::int64_t e = chunk + threadIdx.x;
+__global__ void __launch_bounds__(256) bwd_v2_split_kernel(BackwardArgs<T> a, const std::uint8_t* __restrict__ mark,
+                                                           unsigned long long* count, std::int64_t* list) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t total = a.w.in_numel(), stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x - lane; base < total;
+       base += stride) {
+    const std::int64_t e = base + lane;
     const bool valid = e < total, marked = valid && mark[e];
     if (valid && !marked) a.dx[e] = T(0);
     const unsigned m = __ballot_sync(0xffffffffu, marked);
-    if (lane == 0) warp_count[warp] = __popc(m);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned sum = 0;
-      for (int i = 0; i < kWarps; ++i) sum += warp_count[i];
-      block_first = sum ? atomicAdd(count, static_cast<unsigned long long>(sum)) : 0;
-    }
-    __syncthreads();
-    if (marked) {
-      unsigned before = 0;
-      for (int i = 0; i < warp; ++i) before += warp_count[i];
-      list[block_first + before + __popc(m & ((1u << lane) - 1u))] = e;
-    }
-    __syncthreads();  // warp_count and block_first are rewritten by the next chunk
+    if (m == 0) continue;
+    unsigned long long first = 0;
+    if (lane == __ffs(m) - 1) first = atomicAdd(count, static_cast<unsigned long long>(__popc(m)));
+    first = __shfl_sync(0xffffffffu, first, __ffs(m) - 1);
+    if (marked) list[first + __popc(m & ((1u << lane) - 1u))] = e;
   }
 }
 
-template <bool kDilated, int M, class T>
+template <bool kDilated, class T>
 __global__ void __launch_bounds__(256) bwd_v2_gather_list_kernel(BackwardArgs<T> a, GatherDivs dv,
                                                                  const unsigned long long* count,
                                                                  const std::int64_t* __restrict__ list) {
@@ -97,7 +82,7 @@ __global__ void __launch_bounds__(256) bwd_v2_gather_list_kernel(BackwardArgs<T>
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t e = list[i];
-    a.dx[e] = gather_one<kDilated, M>(a, dv, e);
+    a.dx[e] = gather_one<kDilated>(a, dv, e);
   }
 }
 
@@ -116,25 +101,23 @@ void bwd_v2_marked_gather(cudaStream_t s, const BackwardArgs<T>& a, void* scratc
   constexpr int kBlock = 256;
   bwd_v2_mark_kernel<T><<<grid_for(w.out_numel(), kBlock, "bwd_v2 mark"), kBlock, 0, s>>>(a, OutDecoder(w), mark);
   TUT_CHECK_LAUNCH("bwd_v2_mark_kernel");
-  bwd_v2_split_kernel<T><<<grid_for(w.in_numel(), kSplitBlock, "bwd_v2 split"), kSplitBlock, 0, s>>>(a, mark, count,
-                                                                                                   list);
+  bwd_v2_split_kernel<T><<<grid_for(w.in_numel(), kBlock, "bwd_v2 split"), kBlock, 0, s>>>(a, mark, count, list);
   TUT_CHECK_LAUNCH("bwd_v2_split_kernel");
   // At most one marked input per output: the grid covers out_numel list entries.
   const GatherDivs dv = gather_divs(w);
   const unsigned grid = grid_for(std::min(w.out_numel(), w.in_numel()), kBlock, "bwd_v2 gather");
-  with_gather_shape(w, [&](auto dilated, auto m) {
-    bwd_v2_gather_list_kernel<decltype(dilated)::value, decltype(m)::value, T><<<grid, kBlock, 0, s>>>(a, dv, count,
-                                                                                                      list);
-  });
+  if (w.dilated()) bwd_v2_gather_list_kernel<true, T><<<grid, kBlock, 0, s>>>(a, dv, count, list);
+  else bwd_v2_gather_list_kernel<false, T><<<grid, kBlock, 0, s>>>(a, dv, count, list);
   TUT_CHECK_LAUNCH("bwd_v2_gather_list_kernel");
 }
 
-// The backward a user calls: v1 where each input has at most two covering outputs per axis (k <= 2s,
-// undilated: its M^3 candidates are loaded at once), v2 where it has more (k = 3, s = 1; k = 8,
-// s = 1: most inputs are the maximum of no window, and v2 scans only those that are).
+// The backward a user calls: v1 where windows do not overlap (each input is covered by at most one
+// output, so v1's scan is one candidate and the marks would be extra passes), v2 where they do.
 template <class T>
 bool bwd_auto_marks(const Window& w) {
-  return gather_box(w) == 0;
+  for (int i = 0; i < 3; ++i)
+    if ((w.k[i] - 1) * w.dil[i] + 1 > w.s[i]) return true;
+  return false;
 }
 
 template <class T>

@@ -32,7 +32,6 @@
 namespace ch06 {
 
 using CellT = std::uint16_t;  // up to kMaxSeparableCells (window.hpp)
-inline constexpr int kPassBuffer = 8;  // a run of up to 8 cells is loaded whole into registers
 
 // One pass: out[o][l][i] = the best of in[o][l * s - p + j * dil][i] over j, o < outer, l < out_len,
 // i < inner. `cell_step` is what the pass's j is worth in the window's cell number (1, kW, kH*kW).
@@ -91,35 +90,18 @@ __device__ __forceinline__ void pass_best(const AxisPass& ps, const T* __restric
     last = min(ps.k - 1, ps.len - 1 - start);
   }
   const std::int64_t step = static_cast<std::int64_t>(ps.dil) * ps.inner;
-  const std::int64_t at0 = outer * ps.len * ps.inner + i + static_cast<std::int64_t>(start + first * ps.dil) * ps.inner;
-  int best_j = 0;  // relative to first; the previous pass's cell is read once, for the winner only
-  if (last - first < kPassBuffer) {
-    // Up to kPassBuffer cells: every load issued before the first compare.
-    T v[kPassBuffer];
-#pragma unroll
-    for (int t = 0; t < kPassBuffer; ++t) v[t] = first + t <= last ? in_vals[at0 + t * step] : lowest<T>();
-    best = v[0];
-#pragma unroll
-    for (int t = 1; t < kPassBuffer; ++t) {
-      if ((first + t <= last) & replaces(best, v[t])) {
-        best = v[t];
-        best_j = t;
-      }
-    }
-  } else {
-    best = in_vals[at0];
-    std::int64_t at = at0;
+  std::int64_t at = outer * ps.len * ps.inner + i + static_cast<std::int64_t>(start + first * ps.dil) * ps.inner;
+  best = in_vals[at];
+  cell = first * ps.cell_step + (kFirst ? 0 : in_cells[at]);
 #pragma unroll 4
-    for (int t = 1; t <= last - first; ++t) {
-      at += step;
-      const T v = in_vals[at];
-      if (replaces(best, v)) {
-        best = v;
-        best_j = t;
-      }
+  for (int j = first + 1; j <= last; ++j) {
+    at += step;
+    const T v = in_vals[at];
+    if (replaces(best, v)) {
+      best = v;
+      cell = j * ps.cell_step + (kFirst ? 0 : in_cells[at]);
     }
   }
-  cell = (first + best_j) * ps.cell_step + (kFirst ? 0 : in_cells[at0 + best_j * step]);
 }
 
 template <bool kFirst, bool kDilated, class T>

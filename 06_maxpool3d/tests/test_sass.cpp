@@ -81,7 +81,7 @@ TEST_CASE("no local-memory spills in the unrolled, tiled, separable, channels-la
     }
   for (const char* name : {"fwd_v3_shared_tile_kernel<float>", "fwd_v6_pass_kernel<true, false, float>",
                            "fwd_v6_pass_kernel<false, false, float>", "fwd_v6_last_pass_kernel<false, float>", "fwd_v7_channels_last_kernel<4, float>",
-                           "bwd_v0_scatter_atomic_kernel<float>", "bwd_v1_gather_kernel<false, 2, float>"}) {
+                           "bwd_v0_scatter_atomic_kernel<float>", "bwd_v1_gather_kernel<false, float>"}) {
     const auto& kk = kernel(name);
     INFO(kk.name);
     CHECK(spills(kk) == 0);
@@ -108,8 +108,7 @@ TEST_CASE("v7 moves 16 bytes per load and per store of y" * doctest::skip(kNoCuo
 TEST_CASE("the scatter adds with atomics; the gathers add without" * doctest::skip(kNoCuobjdump)) {
   const auto& scatter = kernel("bwd_v0_scatter_atomic_kernel<float>");
   CHECK(tut::count_opcode(scatter, "RED") + tut::count_opcode(scatter, "ATOM") >= 1);
-  for (const char* name : {"bwd_v1_gather_kernel<false, 2, float>", "bwd_v1_gather_kernel<false, 0, float>",
-                           "bwd_v2_gather_list_kernel<false, 0, float>"}) {
+  for (const char* name : {"bwd_v1_gather_kernel<false, float>", "bwd_v2_gather_list_kernel<false, float>"}) {
     const auto& gather = kernel(name);
     INFO(gather.name);
     CHECK(tut::count_opcode(gather, "RED") + tut::count_opcode(gather, "ATOM") == 0);
