@@ -10,6 +10,7 @@
 
 #if TUT_EXERCISES
 #include "exercises/answers.hpp"
+#include "tut/exercise.hpp"
 #endif
 
 #include <cmath>
@@ -303,11 +304,21 @@ TEST_CASE("every problem's suite has the lesson's seven shapes in both layouts")
 }
 
 #if TUT_EXERCISES
-TEST_CASE("exercise, part 2: the numbers") {
-  CHECK_MESSAGE(exercise::answers::fwd_bwd_bytes_per_element == doctest::Approx(20.25),
-                "question 1: add the forward's and the backward's single-read bytes per float element");
-  CHECK_MESSAGE(exercise::answers::nhwc_row_elements_c33 == 132,
-                "question 2: a row holds whole packs and whole sets of channels: the least common multiple");
-  CHECK_MESSAGE(exercise::answers::nhwc_packs_per_row_c33 == 33, "question 3: the row's elements over 4");
+// A wrong answer fails with its question's number and hint, never the expected value
+// (tut/exercise.hpp); how the expected values follow from the code is below, for after you have
+// your own.
+TEST_CASE("exercise, part 2: the three numeric answers") {
+  // 1. Forward x 4 + y 4 + 1/8, backward dy 4 + x 4 + 1/8 + dx 4: 20.25 bytes per element, 648 per 32.
+  const tut::Case c = tut::make_case(tut::erase(bn_relu_f32()), {64, 64, 112, 112});
+  const std::uint64_t C = 64, tensors = bn_relu_f32().floor(c).bytes - 32 * C +  // the per-channel vectors aside
+                                        bn_relu_backward_f32().floor(c).bytes - 20 * C;
+  const std::uint64_t per_element_x32 = tensors * 32 / static_cast<std::uint64_t>(c.numel());
+  tut::grade_answer(1, exercise::kFwdBwdBytesPer32Elements, static_cast<long long>(per_element_x32),
+                    "add each pass's inputs read once and outputs written once; the mask is one bit per element");
+  // 2 and 3. lcm(33, 4) = 132 elements, 33 packs of 4.
+  const NhwcPlan p = nhwc_plan(Shape4{1, 33, 1, Layout::nhwc}, 4);
+  tut::grade_answer(2, exercise::kNhwcRowElementsC33, p.L,
+                    "a row must hold whole packs and whole runs of the C channels: both counts divide it");
+  tut::grade_answer(3, exercise::kNhwcRowPacksC33, p.P, "the row's elements, 4 to a pack");
 }
 #endif

@@ -182,7 +182,7 @@ TEST_SUITE("gpu") {
 // More than 2^31 elements: 32-bit indexing would wrap. Run with `meson test -C build --suite large`.
 // Versions 2 and 3 (the ones that claim it), both layouts; x, y and the mask take 18 GB.
 TEST_SUITE("large") {
-  TEST_CASE("bn_relu_f32 v2 and v3 past 2^31 elements" * tut::needs_gpu_memory(std::size_t{40} << 30)) {
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v2 and v3" * tut::needs_gpu_memory(std::size_t{40} << 30)) {
     auto p = bn_relu_f32();
     std::vector<tut::Version<ForwardInstance<float, false>>> keep;
     for (const auto& v : p.versions)
