@@ -290,7 +290,13 @@ int bench_main(int argc, char** argv) {
 }
 
 void BenchApp::profile_version(CaseSession& session, std::size_t v) {
-  const Trial t = session.trial(v);
+  Trial t;
+  try {
+    t = session.trial(v);
+  } catch (const Unsupported& e) {
+    std::cout << "not profiled, unsupported: " << e.what() << "\n";
+    return;
+  }
   t.poison(nullptr);
   t.before(nullptr);
   TUT_CUDA(cudaDeviceSynchronize());

@@ -381,13 +381,25 @@ void fill_saved(const Chain& chain, const Case& c, const InstanceOptions& opt, I
   for (std::size_t k = 0; k < chain.links.size(); ++k) {
     if (done[k]) continue;
     const std::string& output = chain.links[k].second;
+    // The first own version that writes it and takes this case (a version may refuse a layout).
     std::size_t fv = fwd.versions.size();
-    for (std::size_t j = 0; j < fwd.versions.size() && fv == fwd.versions.size(); ++j)
-      if (fwd.versions[j].kind == Kind::own && writes(fwd.versions[j], output)) fv = j;
-    if (fv == fwd.versions.size())
+    std::string refusals;
+    for (std::size_t j = 0; j < fwd.versions.size() && fv == fwd.versions.size(); ++j) {
+      if (fwd.versions[j].kind != Kind::own || !writes(fwd.versions[j], output)) continue;
+      try {
+        fill_saved_from(chain, fwd, j, c, opt, into);
+        fv = j;
+      } catch (const Unsupported& e) {
+        refusals += std::string(refusals.empty() ? "" : "; ") + fwd.versions[j].name + ": " + e.what();
+      }
+    }
+    if (fv == fwd.versions.size()) {
+      if (!refusals.empty())
+        throw Unsupported("no own version of " + fwd.name + " takes " + c.name + " to write '" + output + "' (" +
+                          refusals + ")");
       throw std::logic_error("no own version of " + fwd.name + " writes '" + output + "', which saved input '" +
                              chain.links[k].first + "' is");
-    fill_saved_from(chain, fwd, fv, c, opt, into);
+    }
     for (std::size_t j = k; j < chain.links.size(); ++j)
       if (writes(fwd.versions[fv], chain.links[j].second)) done[j] = true;
   }

@@ -50,6 +50,11 @@ def f(v, fmt="{:.1f}", none="–"):
     return none if v is None else fmt.format(v)
 
 
+def param_text(v):
+    """A parameter as a case's name writes it: 3x3x3 for a list."""
+    return "x".join(str(x) for x in v) if isinstance(v, list) else str(v)
+
+
 def ms(r):
     return f"{r['ms_median']:.4f} [{r['ms_min']:.4f}–{r['ms_max']:.4f}]"
 
@@ -94,13 +99,17 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
         runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
         h = runs[0]
         floor_ms = h["bytes"] / (doc["copy_ceiling"]["GBps"] * 1e9) * 1e3
-        params = "".join(f", {k}={v}" for k, v in h.get("params", {}).items() if f"{k}={v}" not in case)
+        params = "".join(f", {k}={param_text(v)}" for k, v in h.get("params", {}).items()
+                         if f"{k}={param_text(v)}" not in case)
         parts.append(f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "
                      f"{floor_ms:.4f} ms at the copy ceiling.\n\n")
         parts.append("| version | kind | ms median [min–max] | GB/s | of copy | vs first | regs | check |\n")
         parts.append("|---|---|---|---:|---:|---:|---:|---|\n")
         for r in runs:
             kind = r["kind"] + (f" ({r['library']})" if r.get("library") else "")
+            if r["check"] == "unsupported":  # a library that refused the case: nothing was timed
+                parts.append(f"| `{r['version']}` | {kind} | unsupported: {r.get('check_detail', '')} | | | | | |\n")
+                continue
             parts.append(f"| `{r['version']}` | {kind} | {ms(r)} | {r['GBps']:.1f} | {r['fraction_of_copy']:.3f} | "
                          f"{r['speedup_vs_first']:.2f}× | {regs(r)} | {r['check']} |\n")
         raced = []

@@ -81,7 +81,17 @@ std::optional<CheckResult> graded(const Problem<Inst>& p, const Version<Inst>& v
   try {
     return grade(p, v, c, o);
   } catch (const Unsupported& e) {
-    MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", e.what());
+    MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", std::string(e.what()));
+    return std::nullopt;
+  }
+}
+// One checked launch of `v` on `inst`, with a refusal reported as a message; nullopt when refused.
+template <class Inst>
+std::optional<CheckResult> graded_trial(const Problem<Inst>& p, const Version<Inst>& v, Inst& inst, const Case& c) {
+  try {
+    return checked_run(make_trial(v, inst));
+  } catch (const Unsupported& e) {
+    MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", std::string(e.what()));
     return std::nullopt;
   }
 }
@@ -144,7 +154,8 @@ void check_offsets(const Problem<Inst>& p, const std::vector<std::int64_t>& size
 // Each own forward version of the backward's chain (or of `forward`, a forward problem with the
 // same outputs: AddReLU's for ReLU's backward, say), then each backward version that reads only
 // saved inputs this forward version writes, on the state it wrote: the saved inputs it does not
-// write come from the chain's usual producers. Returns the number of pairs graded.
+// write come from the chain's usual producers. A version that refuses the case (Unsupported) is
+// reported and skipped. Returns the number of pairs graded.
 template <class Inst>
 int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const ProblemEntry* forward = nullptr) {
   REQUIRE_MESSAGE(static_cast<bool>(bwd.chain), bwd.name, " has no chain to a forward");
@@ -167,10 +178,16 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
         }
         if (!applies || !reads_saved) continue;
         const auto inst = instantiate(bwd, c, opt, &fwd);
-        fill_saved_from(bwd.chain, fwd, fv, c, opt, *inst);
-        const CheckResult r = checked_run(make_trial(bv, *inst));
-        CHECK_MESSAGE(r.ok(), fwd.name, " ", fwd.versions[fv].name, " -> ", bwd.name, " ", bv.name, " ", c.name, ": ",
-                      r.summary());
+        try {
+          fill_saved_from(bwd.chain, fwd, fv, c, opt, *inst);
+        } catch (const Unsupported& e) {
+          MESSAGE(fwd.name, " ", fwd.versions[fv].name, " ", c.name, ": unsupported, no chain from it: ", std::string(e.what()));
+          continue;
+        }
+        const auto r = detail::graded_trial(bwd, bv, *inst, c);
+        if (!r) continue;
+        CHECK_MESSAGE(r->ok(), fwd.name, " ", fwd.versions[fv].name, " -> ", bwd.name, " ", bv.name, " ", c.name, ": ",
+                      r->summary());
         ++pairs;
       }
     }
@@ -185,7 +202,7 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
 // on the device: equal bytes to outputs that match the reference match it too, and the check costs
 // milliseconds instead of a host pass over gigabytes. A version that differs anywhere gets the full
 // comparison with the reference, which says where. Says how long each part took, since these are
-// the slowest tests.
+// the slowest tests. A version that refuses the case is reported and skipped.
 template <class Inst>
 void check_all_at(const Problem<Inst>& p, const Case& c) {
   using clock = std::chrono::steady_clock;
@@ -203,7 +220,13 @@ void check_all_at(const Problem<Inst>& p, const Case& c) {
   std::map<std::vector<std::string>, Group> groups;
   for (const auto& v : p.versions) {
     t0 = clock::now();
-    const Trial t = make_trial(v, *inst);
+    Trial t;
+    try {
+      t = make_trial(v, *inst);
+    } catch (const Unsupported& e) {
+      MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", std::string(e.what()));
+      continue;
+    }
     t.poison(nullptr);
     t.before(nullptr);
     t.launch(nullptr);
