@@ -220,7 +220,7 @@ def headline_cells(docs, problem):
         says.append(speed_text(peer["ms_median"] / best["ms_median"], peer["version"]))
     for peer in (docs.get("torch") or {}).get("runs", []):
         race = peer.get("race") or {}
-        if peer["problem"] == problem and "speed_ratio" in race:
+        if peer["problem"] == problem and peer["case"] == case and "speed_ratio" in race:
             who = "" if race["version"] == best["version"] else f"`{race['version']}` "
             says.append(who + speed_text(race["speed_ratio"], peer["version"]))
     return best["version"], best["fraction_of_copy"], says
