@@ -40,11 +40,6 @@ LOW_I = 1 / 64  # where a kernel with no arithmetic is drawn (its intensity is 0
 Failure = chapters.Failure
 
 
-def short_gpu(name):
-    words = name.replace("NVIDIA ", "").split()
-    return words[0] if words else name
-
-
 # ---- the data ------------------------------------------------------------------------------------
 
 def roofs_of(ceilings, fallback_bench):
@@ -223,15 +218,6 @@ def all_tables(data):
     return "\n".join(tables(slug, data[slug]) for slug in sorted(data))
 
 
-def replace_between(text, tag, body):
-    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
-    if begin not in text or end not in text:
-        raise Failure(f"{README}: no {begin} ... {end} markers")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{begin}\n{body}{end}{tail}"
-
-
 # ---- the plots -----------------------------------------------------------------------------------
 
 def plot(slug, g, out_dir):
@@ -346,7 +332,9 @@ def main():
         return 0
     with open(README, encoding="utf-8") as fh:
         text = fh.read()
-    new = replace_between(text, "roofline", all_tables(data))
+    if "<!-- roofline:begin -->" not in text or "<!-- roofline:end -->" not in text:
+        raise Failure(f"{README}: no <!-- roofline:begin --> ... <!-- roofline:end --> markers")
+    new = chapters.replace_between(text, "roofline", all_tables(data))
     if args.check:
         if new != text:
             print("07_roofline/README.md's roofline tables are stale: run 07_roofline/roofline.py --update")

@@ -118,7 +118,7 @@ tut::Problem<SweepInstance<T>> sweep_problem() {
   p.case_for = [](const std::vector<std::int64_t>& shape, const tut::Params& params) {
     const tut::Case c = tut::elementwise_case(shape, params);
     const std::int64_t f = params.get<std::int64_t>("flops");
-    if (f < kMinFlops || f > kMaxFlops || (f & (f - 1)) != 0)
+    if (!valid_flops(f))
       throw std::invalid_argument("flops must be a power of two from 1 to 2048, got " + std::to_string(f));
     return c;
   };

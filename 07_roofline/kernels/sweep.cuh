@@ -142,9 +142,12 @@ __global__ void __launch_bounds__(kBlock) sweep_scalar_kernel(std::int64_t n, co
 
 // The launchers: F is a run-time value here and a template constant in the kernel, one
 // instantiation per power of two. kUnroll: 1, 4, or 0 (full).
+// F must be one of the instantiated powers of two.
+constexpr bool valid_flops(std::int64_t f) { return f >= kMinFlops && f <= kMaxFlops && (f & (f - 1)) == 0; }
+
 inline void check_sweep(std::int64_t n, int flops, const char* who) {
   if (n < 0) throw std::invalid_argument(std::string(who) + ": n must be >= 0, got " + std::to_string(n));
-  if (flops < kMinFlops || flops > kMaxFlops || (flops & (flops - 1)) != 0)
+  if (!valid_flops(flops))
     throw std::invalid_argument(std::string(who) + ": FLOPs per element must be a power of two from 1 to 2048, got " +
                                 std::to_string(flops));
 }

@@ -63,3 +63,14 @@ def run_tool(main):
     except Failure as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+def replace_between(text, tag, body):
+    """`text` with what stands between <!-- TAG:begin --> and <!-- TAG:end --> replaced by `body`;
+    unchanged when the markers are absent."""
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    if begin not in text or end not in text:
+        return text
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}{end}{tail}"

@@ -263,13 +263,7 @@ def chapters_table():
 
 # ---- README plumbing -----------------------------------------------------------------------------
 
-def replace_between(text, tag, body):
-    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
-    if begin not in text or end not in text:
-        return text
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{begin}\n{body}{end}{tail}"
+replace_between = chapters.replace_between
 
 
 def targets(only=None):

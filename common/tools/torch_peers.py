@@ -207,8 +207,7 @@ def small_case(listing, problem):
 
 def check_race(chapter, path, launch):
     module, spec = RaceModule(path), Spec.of(chapter)
-    listing = module.listing()
-    listed = {p["problem"]: {v["name"]: v["kind"] for v in p["versions"]} for p in listing}
+    listing, listed = module.listing(), module.problems()
     peers, ours = (spec.peers, spec.ours) if spec else ({}, {})
     errors = [f"{problem} has peers but no version of ours to race them (OURS)" for problem in peers if problem not in ours]
     for problem, version in ours.items():

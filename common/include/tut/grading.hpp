@@ -75,25 +75,19 @@ CheckResult grade(const Problem<Inst>& p, const Version<Inst>& v, const Case& c)
 }
 
 namespace detail {
-// grade(), with a refusal reported as a message; nullopt when refused.
-template <class Inst>
-std::optional<CheckResult> graded(const Problem<Inst>& p, const Version<Inst>& v, const Case& c, const InstanceOptions& o) {
+// f(), or nullopt with a message when a version refuses the case (tut::Unsupported).
+template <class F>
+auto unless_refused(const std::string& who, F&& f) -> std::optional<decltype(f())> {
   try {
-    return grade(p, v, c, o);
+    return f();
   } catch (const Unsupported& e) {
-    MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", std::string(e.what()));
+    MESSAGE(who, ": unsupported, not graded: ", std::string(e.what()));
     return std::nullopt;
   }
 }
-// One checked launch of `v` on `inst`, with a refusal reported as a message; nullopt when refused.
 template <class Inst>
-std::optional<CheckResult> graded_trial(const Problem<Inst>& p, const Version<Inst>& v, Inst& inst, const Case& c) {
-  try {
-    return checked_run(make_trial(v, inst));
-  } catch (const Unsupported& e) {
-    MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", std::string(e.what()));
-    return std::nullopt;
-  }
+std::optional<CheckResult> graded(const Problem<Inst>& p, const Version<Inst>& v, const Case& c, const InstanceOptions& o) {
+  return unless_refused(p.name + " " + v.name + " " + c.name, [&] { return grade(p, v, c, o); });
 }
 inline std::string offsets_text(const std::map<std::string, int>& offsets) {
   std::string s;
@@ -177,17 +171,14 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
           applies = applies && writes(fwd.versions[fv], output);
         }
         if (!applies || !reads_saved) continue;
-        const auto inst = instantiate(bwd, c, opt, &fwd);
-        try {
+        const std::string who = fwd.name + " " + fwd.versions[fv].name + " -> " + bwd.name + " " + bv.name + " " + c.name;
+        const auto r = detail::unless_refused(who, [&] {
+          const auto inst = instantiate(bwd, c, opt, &fwd);
           fill_saved_from(bwd.chain, fwd, fv, c, opt, *inst);
-        } catch (const Unsupported& e) {
-          MESSAGE(fwd.name, " ", fwd.versions[fv].name, " ", c.name, ": unsupported, no chain from it: ", std::string(e.what()));
-          continue;
-        }
-        const auto r = detail::graded_trial(bwd, bv, *inst, c);
+          return checked_run(make_trial(bv, *inst));
+        });
         if (!r) continue;
-        CHECK_MESSAGE(r->ok(), fwd.name, " ", fwd.versions[fv].name, " -> ", bwd.name, " ", bv.name, " ", c.name, ": ",
-                      r->summary());
+        CHECK_MESSAGE(r->ok(), who, ": ", r->summary());
         ++pairs;
       }
     }
@@ -220,13 +211,9 @@ void check_all_at(const Problem<Inst>& p, const Case& c) {
   std::map<std::vector<std::string>, Group> groups;
   for (const auto& v : p.versions) {
     t0 = clock::now();
-    Trial t;
-    try {
-      t = make_trial(v, *inst);
-    } catch (const Unsupported& e) {
-      MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported, not graded: ", std::string(e.what()));
-      continue;
-    }
+    const auto trial = detail::unless_refused(p.name + " " + v.name + " " + c.name, [&] { return make_trial(v, *inst); });
+    if (!trial) continue;
+    const Trial& t = *trial;
     t.poison(nullptr);
     t.before(nullptr);
     t.launch(nullptr);
