@@ -110,6 +110,8 @@ tut::Version<ScanInstance<T>> device_version(std::string name, std::string summa
 }
 
 // Part A. Each segment of `segment` elements (1024 unless a case says otherwise) is scanned alone.
+// v1-v3 launch a kernel compiled for the segment when there is one (kCompiledSegments), else their
+// run-time form; the registers column shows the default segment's kernel.
 template <class T>
 const tut::Problem<ScanInstance<T>>& segscan_problem() {
   static const auto problem = [] {
@@ -119,11 +121,11 @@ const tut::Problem<ScanInstance<T>>& segscan_problem() {
         segmented_version<T>("v0_global", "Hillis-Steele in global memory, two barriers per step", &v0_global<T>,
                              {TUT_KERNEL(v0_global_kernel<T>)}),
         segmented_version<T>("v1_shared", "the same steps in shared memory", &v1_shared<T>,
-                             {TUT_KERNEL(v1_shared_kernel<T>)}),
+                             {TUT_KERNEL(v1_shared_kernel<kDefaultSegment, T>)}),
         segmented_version<T>("v2_double_buffer", "two shared buffers, one barrier per step", &v2_double_buffer<T>,
-                             {TUT_KERNEL(v2_double_buffer_kernel<T>)}),
+                             {TUT_KERNEL(v2_double_buffer_kernel<kDefaultSegment, T>)}),
         segmented_version<T>("v3_warp_shuffle", "__shfl_up_sync warp scans, then a scan of warp totals",
-                             &v3_warp_shuffle<T>, {TUT_KERNEL(v3_warp_shuffle_kernel<T>)}),
+                             &v3_warp_shuffle<T>, {TUT_KERNEL(v3_warp_shuffle_kernel<kDefaultSegment, T>)}),
         segmented_version<T>("v4_coarsened", "4 elements per thread scanned in registers, one block scan",
                              &v4_coarsened<T>, {TUT_KERNEL(coarsened_segment_kernel<kCoarsenItems, false, T>)}),
         segmented_version<T>("v5_coarsened_vector", "v4 with one 16-byte load and store per thread",

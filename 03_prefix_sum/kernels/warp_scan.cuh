@@ -45,13 +45,20 @@ struct BlockScanStorage {
   T total;
 };
 
-// The barrier a block scan waits at. WholeBlock is __syncthreads(). FirstThreads<THREADS> is a
-// named barrier (bar.sync 1, THREADS) that only the block's first THREADS threads wait at, so a
-// block can keep a warp out of its scan (v7's look-back warp). Every thread of a warp that takes
-// part must reach it.
+// The barrier a block scan waits at. WholeBlock is __syncthreads(); WholeBlockOf<THREADS> too, with
+// the block's size a constant. FirstThreads<THREADS> is a named barrier (bar.sync 1, THREADS) that
+// only the block's first THREADS threads wait at, so a block can keep a warp out of its scan (v7's
+// look-back warp). Every thread of a warp that takes part must reach it.
 struct WholeBlock {
   __device__ __forceinline__ void operator()() const { __syncthreads(); }
   __device__ __forceinline__ static int warps() { return blockDim.x >> 5; }
+};
+// __syncthreads() in a block whose THREADS the kernel knows at compile time (v3's compiled forms).
+template <int THREADS>
+struct WholeBlockOf {
+  static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps, at most 1024 threads");
+  __device__ __forceinline__ void operator()() const { __syncthreads(); }
+  __device__ __forceinline__ static constexpr int warps() { return THREADS / 32; }
 };
 template <int THREADS>
 struct FirstThreads {
@@ -84,13 +91,13 @@ __device__ __forceinline__ T warp_offset_in_block(T warp_total, T& total, BlockS
 
 // The sum of the values of the threads before this one in the block, and (in `total`) the sum of
 // all. Every thread of the block calls it; blockDim.x must be a multiple of 32.
-template <class T>
+template <class Barrier = WholeBlock, class T>
 __device__ __forceinline__ T block_exclusive_scan(T v, T& total, BlockScanStorage<T>& storage) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const T inclusive = warp_inclusive_scan(v);
   T exclusive = __shfl_up_sync(kFullWarp, inclusive, 1);
   if (lane == 0) exclusive = T{};
-  const T offset = warp_offset_in_block(inclusive, total, storage);
+  const T offset = warp_offset_in_block<Barrier>(inclusive, total, storage);
   return warp == 0 ? exclusive : offset + exclusive;
 }
 

@@ -15,16 +15,46 @@ namespace {
 using ch03::kTile;
 
 // Sizes around a segment of 1024, with 2^26 + 3 outside the sanitizer runs (the `large` suite goes
-// past 2^31).
+// past 2^31). Segments of 128, 256, 512 and 1024 run v1-v3's compiled forms, the others their
+// run-time form.
 std::vector<tut::Case> segmented_cases() {
   std::vector<tut::Case> cases;
   std::vector<std::int64_t> sizes = {0, 1, 31, 33, 1000, 1023, 1024, 1025, 4099, (1 << 20) + 1};
   if (!tut::under_sanitizer()) sizes.push_back((std::int64_t{1} << 26) + 3);
   for (std::int64_t n : sizes) cases.push_back(ch03::segmented_case(n, 1024));
-  // Other segments: one element, one warp, not a multiple of 32 or of 4, just below a block.
-  for (std::int64_t segment : {1, 32, 100, 1000})
-    for (std::int64_t n : {std::int64_t{1}, std::int64_t{33}, std::int64_t{4099}, std::int64_t{(1 << 20) + 1}})
-      cases.push_back(ch03::segmented_case(n, segment));
+  // Other segments: the other compiled ones (128, 256, 512), and for the run-time form one element,
+  // one warp, a neighbour of each compiled segment, not a multiple of 32 or of 4, just below a block.
+  // n: shorter than a segment, a partial last segment, whole segments only (2^20). Under a sanitizer,
+  // 2^20 + 1 for the first four segments only.
+  const bool quick = tut::under_sanitizer();
+  int k = 0;
+  for (std::int64_t segment : {1, 32, 100, 1000, 128, 256, 512, 127, 129, 255, 257, 511, 513}) {
+    std::vector<std::int64_t> ns = {1, 33, 4099};
+    if (!quick) ns.insert(ns.end(), {std::int64_t{1} << 20, (1 << 20) + 1});
+    else if (k++ < 4) ns.push_back((1 << 20) + 1);
+    for (std::int64_t n : ns) cases.push_back(ch03::segmented_case(n, segment));
+  }
+  return cases;
+}
+
+// v1-v3 in their run-time form (SEG = 0) at every segment, the compiled ones included: the ladder
+// itself launches that form only where no compiled one exists.
+template <class T>
+tut::Problem<ch03::ScanInstance<T>> runtime_forms() {
+  auto p = ch03::segscan_problem<T>();
+  p.versions = {
+      ch03::segmented_version<T>("v1_shared<0>", "", &ch03::v1_shared_form<0, T>, {}),
+      ch03::segmented_version<T>("v2_double_buffer<0>", "", &ch03::v2_double_buffer_form<0, T>, {}),
+      ch03::segmented_version<T>("v3_warp_shuffle<0>", "", &ch03::v3_warp_shuffle_form<0, T>, {}),
+  };
+  return p;
+}
+
+std::vector<tut::Case> compiled_segment_cases() {
+  std::vector<tut::Case> cases;
+  for (std::int64_t segment : ch03::kCompiledSegments)
+    for (std::int64_t n : {std::int64_t{33}, segment, 3 * segment + 7, std::int64_t{(1 << 20) + 1}})
+      if (n < (1 << 20) || !tut::under_sanitizer()) cases.push_back(ch03::segmented_case(n, segment));
   return cases;
 }
 
@@ -78,6 +108,23 @@ TEST_SUITE("gpu") {
     tut::check_cases(ch03::segscan_problem<float>(), segmented_cases());
   }
 
+  TEST_CASE("segscan: v1-v3's run-time form at the segments the ladder runs compiled" * tut::needs_gpu()) {
+    tut::check_cases(runtime_forms<int>(), compiled_segment_cases());
+    tut::check_cases(runtime_forms<float>(), compiled_segment_cases());
+  }
+
+  TEST_CASE("a compiled form refuses any other segment" * tut::needs_gpu()) {
+    tut::DeviceBuffer<int> buf(1024);
+    const auto v1_256 = &ch03::v1_shared_form<256, int>;
+    const auto v3_1024 = &ch03::v3_warp_shuffle_form<1024, int>;
+    const auto v2_runtime = &ch03::v2_double_buffer_form<0, int>;
+    CHECK_THROWS_WITH_AS(v1_256(nullptr, 1024, 128, buf.data(), buf.data()),
+                         doctest::Contains("compiled for segments of 256 got 128"), std::invalid_argument);
+    CHECK_THROWS_AS(v3_1024(nullptr, 1024, 1000, buf.data(), buf.data()), std::invalid_argument);
+    CHECK_NOTHROW(v2_runtime(nullptr, 1024, 256, buf.data(), buf.data()));
+    TUT_CUDA(cudaDeviceSynchronize());
+  }
+
   TEST_CASE("device-wide scans: every version and CUB match the reference" * tut::needs_gpu()) {
     tut::check_cases(ch03::scan_problem<int>(), device_cases());
     tut::check_cases(ch03::exclusive_scan_problem<int>(), device_cases());
@@ -87,7 +134,9 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("every version with x and y moved 0-7 elements off their alignment" * tut::needs_gpu()) {
     tut::check_offsets(ch03::segscan_problem<int>(), {ch03::segmented_case(33, 1024), ch03::segmented_case(1000, 1024),
-                                                      ch03::segmented_case(4099, 1024)});
+                                                      ch03::segmented_case(4099, 1024), ch03::segmented_case(4099, 256),
+                                                      ch03::segmented_case(4099, 100)});
+    tut::check_offsets(runtime_forms<int>(), {ch03::segmented_case(4099, 256)});
     tut::check_offsets(ch03::scan_problem<int>(), {33, 4099, 3 * kTile + 5});
     tut::check_offsets(ch03::exclusive_scan_problem<float>(), {33, 4099, 3 * kTile + 5});
   }
@@ -148,6 +197,10 @@ TEST_SUITE("large") {
 
   TEST_CASE("segscan_i32: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{30} << 30)) {
     tut::check_all_at(ch03::segscan_problem<int>(), ch03::segmented_case(kHuge, 1024));
+  }
+
+  TEST_CASE("segscan_i32: v1-v3's run-time form past 2^31 elements" * tut::needs_gpu_memory(std::size_t{30} << 30)) {
+    tut::check_all_at(runtime_forms<int>(), ch03::segmented_case(kHuge, 1000));
   }
 
   TEST_CASE("scan_i32: every version past 2^31 elements" * tut::needs_gpu_memory(std::size_t{30} << 30)) {

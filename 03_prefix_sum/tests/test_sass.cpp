@@ -46,27 +46,89 @@ std::vector<tut::SassInstruction> step_loop(const tut::SassKernel& k) {
 }
 }  // namespace
 
-TEST_CASE("v1 waits at two barriers per step, v2 at one" * doctest::skip(kNoCuobjdump)) {
-  const auto v1 = step_loop(kernel("v1_shared_kernel<int>"));
-  const auto v2 = step_loop(kernel("v2_double_buffer_kernel<int>"));
+// The segments v1-v3 are compiled for (kCompiledSegments in kernels/segments.cuh).
+constexpr int kCompiled[] = {128, 256, 512, 1024};
+
+std::string form(const char* kernel_name, int seg, const char* type = "int") {
+  return std::string(kernel_name) + "<" + std::to_string(seg) + ", " + type + ">";
+}
+
+// Instructions in the kernel, less the NOPs that pad it to an alignment.
+int instructions(const tut::SassKernel& k) { return static_cast<int>(k.code.size()) - tut::count_opcode(k, "NOP"); }
+
+int log2i(int v) {
+  int k = 0;
+  while ((1 << k) < v) ++k;
+  return k;
+}
+
+TEST_CASE("v1 waits at two barriers per step, v2 at one, in either form" * doctest::skip(kNoCuobjdump)) {
+  // The run-time form (SEG = 0): a step loop.
+  const auto v1 = step_loop(kernel("v1_shared_kernel<0, int>"));
+  const auto v2 = step_loop(kernel("v2_double_buffer_kernel<0, int>"));
   REQUIRE(!v1.empty());
   REQUIRE(!v2.empty());
   CHECK(count_in(v1, "BAR.SYNC") == 2);
   CHECK(count_in(v2, "BAR.SYNC") == 1);
+  // The compiled forms: straight-line code, no loop at all (the steps unrolled, one segment per
+  // block), with every barrier: one after the load and two (v1) or one (v2) per step, log2(SEG) steps.
+  for (const int seg : kCompiled) {
+    for (const auto& [name, per_step] : {std::pair{"v1_shared_kernel", 2}, std::pair{"v2_double_buffer_kernel", 1}}) {
+      for (const char* type : {"int", "float"}) {
+        const auto& k = kernel(form(name, seg, type).c_str());
+        INFO(k.name);
+        CHECK(tut::loops(k).empty());
+        CHECK(tut::count_opcode(k, "BAR.SYNC") == 1 + per_step * log2i(seg));
+      }
+    }
+  }
+}
+
+TEST_CASE("an unrolled step costs about half the instructions of a run-time one" * doctest::skip(kNoCuobjdump)) {
+  // A compiled step: the kernel for SEG = 1024 against SEG = 512, one step apart. A run-time step:
+  // the step loop's body. Both in instructions per thread per step.
+  for (const char* name : {"v1_shared_kernel", "v2_double_buffer_kernel"}) {
+    const int unrolled = instructions(kernel(form(name, 1024).c_str())) - instructions(kernel(form(name, 512).c_str()));
+    const int runtime = static_cast<int>(step_loop(kernel(form(name, 0).c_str())).size());
+    MESSAGE(std::string(name), ": ", runtime, " instructions per run-time step, ", unrolled, " per unrolled step");
+    CHECK(unrolled <= 7);
+    CHECK(runtime >= unrolled + 5);
+  }
+}
+
+TEST_CASE("the compiled forms divide by a constant; the run-time forms by the segment" * doctest::skip(kNoCuobjdump)) {
+  // ceil_div(n, segment): by a run-time segment, a 64-bit division (an I2F/MUFU.RCP estimate and a
+  // CALL to the long path); by a power of two known at compile time, shifts.
+  for (const char* name : {"v1_shared_kernel", "v2_double_buffer_kernel", "v3_warp_shuffle_kernel"}) {
+    const auto& runtime = kernel(form(name, 0).c_str());
+    INFO(runtime.name);
+    CHECK(tut::count_opcode(runtime, "MUFU.RCP") >= 1);
+    CHECK(tut::count_opcode(runtime, "CALL") >= 1);
+    for (const int seg : kCompiled)
+      for (const char* type : {"int", "float"}) {
+        const auto& k = kernel(form(name, seg, type).c_str());
+        INFO(k.name);
+        CHECK(tut::count_opcode(k, "MUFU") == 0);
+        CHECK(tut::count_opcode(k, "CALL") == 0);
+      }
+  }
 }
 
 TEST_CASE("v3 and every later scan use warp shuffles (SHFL.UP)" * doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"v3_warp_shuffle_kernel<int>", "coarsened_segment_kernel<4, false, int>",
-                           "coarsened_segment_kernel<4, true, int>", "tile_scan_kernel<true, false, int>"}) {
+  for (const char* name : {"v3_warp_shuffle_kernel<0, int>", "v3_warp_shuffle_kernel<1024, int>",
+                           "coarsened_segment_kernel<4, false, int>", "coarsened_segment_kernel<4, true, int>",
+                           "tile_scan_kernel<true, false, int>"}) {
     INFO(name);
     CHECK(tut::count_opcode(kernel(name), "SHFL.UP") >= 5);
   }
   CHECK(tut::count_opcode(v7("true, false, int"), "SHFL.UP") >= 5);
   CHECK(tut::count_opcode(v7("true, true, float"), "SHFL.UP") >= 5);
-  for (const char* name : {"v0_global_kernel<int>", "v1_shared_kernel<int>", "v2_double_buffer_kernel<int>"}) {
-    INFO(name);
-    CHECK(tut::count_opcode(kernel(name), "SHFL") == 0);
-  }
+  CHECK(tut::count_opcode(kernel("v0_global_kernel<int>"), "SHFL") == 0);
+  for (const int seg : {0, 128, 256, 512, 1024})
+    for (const char* name : {"v1_shared_kernel", "v2_double_buffer_kernel"}) {
+      INFO(form(name, seg));
+      CHECK(tut::count_opcode(kernel(form(name, seg).c_str()), "SHFL") == 0);
+    }
 }
 
 TEST_CASE("v4 loads 32 bits at a time; v5 and the tiles 128" * doctest::skip(kNoCuobjdump)) {
