@@ -35,7 +35,8 @@ __global__ void v1_shared_kernel(const T* __restrict__ x, T* __restrict__ y, std
     const T* xs = x + s * seg;
     T* ys = y + s * seg;
     const std::int64_t rest = n - s * seg;  // elements from the segment's start to the end of x
-    const bool mine = tid < rest;
+    // A compiled form's block is its segment; the run-time form's has up to 31 threads more.
+    const bool mine = tid < (SEG > 0 ? rest : min64(seg, rest));
     buffer[tid] = mine ? xs[tid] : T{};  // past the end: 0, which changes no sum
     __syncthreads();
     const auto step = [&](int offset) {

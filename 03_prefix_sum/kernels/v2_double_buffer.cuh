@@ -23,8 +23,9 @@ __global__ void v2_double_buffer_kernel(const T* __restrict__ x, T* __restrict__
   for_each_segment<SEG>(n, segment, [&](std::int64_t s) {
     const T* xs = x + s * seg;
     T* ys = y + s * seg;
-    const std::int64_t rest = n - s * seg;
-    const bool mine = tid < rest;
+    const std::int64_t rest = n - s * seg;  // elements from the segment's start to the end of x
+    // A compiled form's block is its segment; the run-time form's has up to 31 threads more.
+    const bool mine = tid < (SEG > 0 ? rest : min64(seg, rest));
     int from = 0;  // the array this step reads
     buffers[from][tid] = mine ? xs[tid] : T{};  // past the end: 0, which changes no sum
     __syncthreads();

@@ -33,7 +33,9 @@ __global__ void v3_warp_shuffle_kernel(const T* __restrict__ x, T* __restrict__ 
   for_each_segment<SEG>(n, segment, [&](std::int64_t s) {
     const T* xs = x + s * seg;
     T* ys = y + s * seg;
-    const bool mine = tid < n - s * seg;
+    const std::int64_t rest = n - s * seg;
+    // A compiled form's block is its segment; the run-time form's has up to 31 threads more.
+    const bool mine = tid < (SEG > 0 ? rest : min64(seg, rest));
     const T v = mine ? xs[tid] : T{};
     T total;
     const T before = block_exclusive_scan<Barrier>(v, total, storage);
