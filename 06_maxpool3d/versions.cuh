@@ -12,7 +12,10 @@
 #include "instances.cuh"
 #include "kernels/bwd_v0_scatter_atomic.cuh"
 #include "kernels/bwd_v1_gather.cuh"
+#include "kernels/bwd_auto.cuh"
 #include "kernels/bwd_v2_marked_gather.cuh"
+#include "kernels/bwd_v3_segment_writer.cuh"
+#include "kernels/bwd_v4_tile_mask.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -22,6 +25,7 @@
 #include "kernels/fwd_v5_layout_dhw.cuh"
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v7_channels_last.cuh"
+#include "kernels/fwd_v8_wide_loads.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -83,7 +87,8 @@ tut::Version<FwdInst<T>> scratch_version(std::string name, std::string summary,
 template <class T>
 std::vector<const void*> fwd_v6_kernels() {
   return {TUT_KERNEL(fwd_v6_pass_kernel<true, false, T>), TUT_KERNEL(fwd_v6_pass_kernel<false, false, T>),
-          TUT_KERNEL(fwd_v6_last_pass_kernel<false, T>)};
+          TUT_KERNEL(fwd_v6_last_pass_kernel<false, T>), TUT_KERNEL(fwd_v6_slide_kernel<false, false, T>),
+          TUT_KERNEL(fwd_v6_slide_kernel<false, true, T>)};
 }
 
 template <class T>
@@ -123,7 +128,9 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
       forward_version<T>("v7_channels_last", "NDHWC: a thread per 4 channels, 16-byte loads along C",
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v6 for large windows and dilation, v7 for NDHWC, else v2 (v0)",
+      forward_version<T>("v8_wide_loads", "large windows: 16-byte loads along W or C, 8 in flight; NDHWC rows split over lanes",
+                         &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v8 for large disjoint windows, v6 for large overlapping ones, v7 for NDHWC, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -152,7 +159,9 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
       forward_version<T>("v7_channels_last", "NDHWC: a thread per 8 channels, 16-byte loads along C",
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v6 for large windows and dilation, v7 for NDHWC, else v2 (v0)",
+      forward_version<T>("v8_wide_loads", "large windows: 16-byte loads along W or C, 8 in flight; NDHWC rows split over lanes",
+                         &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v8 for large disjoint windows, v6 for large overlapping ones, v7 for NDHWC, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;
@@ -173,12 +182,16 @@ using BwdInst = BackwardInstance<T>;
 template <class T>
 tut::Version<BwdInst<T>> backward_scratch_version(std::string name, std::string summary,
                                                   void (*launch)(cudaStream_t, const BackwardArgs<T>&, void*, std::size_t),
-                                                  std::size_t (*bytes)(const Window&), std::vector<const void*> kernels) {
+                                                  std::size_t (*bytes)(const Window&), std::vector<const void*> kernels,
+                                                  Refuses refuses = &takes_all) {
   tut::Version<BwdInst<T>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
   v.launch = [launch](BwdInst<T>& i, tut::Workspace& ws, cudaStream_t s) { launch(s, i.args(), ws.data(), ws.bytes()); };
   v.scratch_bytes = [bytes](const BwdInst<T>& i) { return bytes(i.window()); };
+  v.setup = [refuses, n = v.name](BwdInst<T>& i, tut::Workspace&) {
+    if (const std::string why = refuses(i.window()); !why.empty()) throw tut::Unsupported(n + ": " + why);
+  };
   v.kernels = std::move(kernels);
   return v;
 }
@@ -186,11 +199,14 @@ tut::Version<BwdInst<T>> backward_scratch_version(std::string name, std::string 
 template <class T>
 tut::Version<BwdInst<T>> backward_version(std::string name, std::string summary,
                                           void (*launch)(cudaStream_t, const BackwardArgs<T>&),
-                                          std::vector<const void*> kernels) {
+                                          std::vector<const void*> kernels, Refuses refuses = &takes_all) {
   tut::Version<BwdInst<T>> v;
   v.name = std::move(name);
   v.summary = std::move(summary);
   v.launch = [launch](BwdInst<T>& i, tut::Workspace&, cudaStream_t s) { launch(s, i.args()); };
+  v.setup = [refuses, n = v.name](BwdInst<T>& i, tut::Workspace&) {
+    if (const std::string why = refuses(i.window()); !why.empty()) throw tut::Unsupported(n + ": " + why);
+  };
   v.kernels = std::move(kernels);
   return v;
 }
@@ -226,8 +242,12 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                                   &bwd_v2_marked_gather<T>, &bwd_v2_scratch_bytes<T>,
                                   {TUT_KERNEL(bwd_v2_mark_kernel<T>), TUT_KERNEL(bwd_v2_split_kernel<T>),
                                    TUT_KERNEL(bwd_v2_gather_list_kernel<false, T>)}),
-      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v1 without overlap, else v2",
-                                  &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
+      backward_version<T>("v3_segment_writer", "deterministic, windows that do not overlap: each output writes its segment of dx",
+                          &bwd_v3_segment_writer<T>, bwd_v3_kernels<T>(), &bwd_v3_refuses<T>),
+      backward_version<T>("v4_tile_mask", "deterministic, overlapping windows: a block marks its dx tile's chosen cells in shared memory, gathers those",
+                          &bwd_v4_tile_mask<T>, {TUT_KERNEL(bwd_v4_tile_mask_kernel<T>)}, &bwd_v4_refuses<T>),
+      backward_version<T>("auto", "the deterministic backward a user calls: v3 without overlap, v4 with, else v1",
+                          &bwd_auto<T>, {}),
   };
   return p;
 }

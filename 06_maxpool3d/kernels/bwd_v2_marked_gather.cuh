@@ -111,24 +111,4 @@ void bwd_v2_marked_gather(cudaStream_t s, const BackwardArgs<T>& a, void* scratc
   TUT_CHECK_LAUNCH("bwd_v2_gather_list_kernel");
 }
 
-// The backward a user calls: v1 where windows do not overlap (each input is covered by at most one
-// output, so v1's scan is one candidate and the marks would be extra passes), v2 where they do.
-template <class T>
-bool bwd_auto_marks(const Window& w) {
-  for (int i = 0; i < 3; ++i)
-    if ((w.k[i] - 1) * w.dil[i] + 1 > w.s[i]) return true;
-  return false;
-}
-
-template <class T>
-std::size_t bwd_auto_scratch_bytes(const Window& w) {
-  return bwd_auto_marks<T>(w) ? bwd_v2_scratch_bytes<T>(w) : 0;
-}
-
-template <class T>
-void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  if (bwd_auto_marks<T>(a.w)) bwd_v2_marked_gather(s, a, scratch, scratch_bytes);
-  else bwd_v1_gather(s, a);
-}
-
 }  // namespace ch06

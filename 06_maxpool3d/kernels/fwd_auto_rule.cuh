@@ -2,17 +2,19 @@
 // tests can check which version each case gets.
 #pragma once
 
+#include "kernels/bwd_auto_rule.cuh"  // windows_disjoint
 #include "kernels/pool.cuh"
 
 namespace ch06 {
 
-enum class AutoPick { v0_naive, v2_interior_border, v6_separable, v7_channels_last };
+enum class AutoPick { v0_naive, v2_interior_border, v6_separable, v7_channels_last, v8_wide_loads };
 
 inline const char* auto_pick_name(AutoPick p) {
   switch (p) {
     case AutoPick::v0_naive: return "v0_naive";
     case AutoPick::v2_interior_border: return "v2_interior_border";
     case AutoPick::v6_separable: return "v6_separable";
+    case AutoPick::v8_wide_loads: return "v8_wide_loads";
     default: return "v7_channels_last";
   }
 }
@@ -23,19 +25,19 @@ inline double window_overlap(const Window& w) {
 }
 
 // The rule, from the suite's measurements (the lesson's table of auto against the best version):
-//   1. the separable passes (v6), where the direct window costs most per output:
+//   1. large windows that do not overlap (>= 64 cells, undilated): v8, a window's rows split over
+//      lanes with 16-byte loads (one thread per window starves the memory system there);
+//   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
-//      b. large windows over few outputs per row in NCDHW (>= 64 cells, oW < 4): one thread per
-//         output reads rows that no neighbour shares, strided by a whole plane, uncoalesced;
-//      c. very large windows in NDHWC (>= 256 cells): few threads, each with hundreds of loads;
-//      d. dilated windows in NCDHW, which only v0's generic loop reads otherwise;
-//   2. NDHWC with one channel is NCDHW in memory: v2;
-//   3. other NDHWC: v7;
-//   4. other NCDHW: v2 (the warp-voted interior path), when a plane fits 32-bit offsets; else v0.
+//      b. very large windows in NDHWC (>= 256 cells);
+//      c. dilated windows in NCDHW, which only v0's generic loop reads otherwise;
+//   3. NDHWC with one channel is NCDHW in memory: v2;
+//   4. other NDHWC: v7;
+//   5. other NCDHW: v2 (the warp-voted interior path), when a plane fits 32-bit offsets; else v0.
 inline AutoPick auto_pick(const Window& w) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
-  if (fits && ((big && window_overlap(w) >= 8) || (!cl && big && w.oW < 4) || (cl && w.cells() >= 256) ||
-               (!cl && w.dilated())))
+  if (big && !w.dilated() && windows_disjoint(w)) return AutoPick::v8_wide_loads;
+  if (fits && ((big && window_overlap(w) >= 8) || (cl && w.cells() >= 256) || (!cl && w.dilated())))
     return AutoPick::v6_separable;
   const bool ncdhw_in_memory = !cl || w.C == 1;
   if (!ncdhw_in_memory) return AutoPick::v7_channels_last;

@@ -51,6 +51,20 @@ __device__ __forceinline__ __half lowest<__half>() {
 __device__ __forceinline__ bool replaces(float best, float v) { return (best < v) | (v != v); }
 __device__ __forceinline__ bool replaces(__half best, __half v) { return __hlt(best, v) | __hisnan(v); }
 
+// The order behind PyTorch's rule, for combining the bests of parts of a window in any grouping
+// and any order (v8): whether (v, c) outranks (b, bc). NaN outranks every number, and a later NaN
+// an earlier one; among numbers the larger value, and of equal values (+0 and -0 are equal) the
+// earlier cell. The maximum in this order is what the sequential rule returns: the last NaN, else
+// the first of the largest. A cell of -1 means "no cell" (a part wholly in the padding).
+template <class T>
+TUT_HD inline bool outranks(T v, int c, T b, int bc) {
+  if (c < 0) return false;
+  if (bc < 0) return true;
+  const bool vn = v != v, bn = b != b;
+  if (vn | bn) return vn & (!bn | (c > bc));
+  return (b < v) | ((v == b) & (c < bc));
+}
+
 // The flat index of window cell `cell`, for a window known at compile time (KD, KH, KW > 0: the
 // divisions are by constants) or not (0: read from w).
 template <int KD = 0, int KH = 0, int KW = 0>

@@ -84,6 +84,9 @@ inline std::vector<tut::Case> backward_cases() {
       {{2, 3, 9, 10, 11}, {3}, {1}, {1}, {2}},  // dilation
       {{2, 3, 9, 10, 11}, {2}, {2}, {1}, {1}, 1},  // ceil_mode
       {{1, 1, 1, 1, 1}, {1}, {1}, {0}},
+      {{2, 3, 11, 12, 13}, {2}, {4}, {1}, {2}},    // dilated windows that do not overlap (v3)
+      {{2, 3, 9, 10, 11}, {3, 4, 5}, {1, 1, 1}, {1, 2, 2}},  // v4 with a bit per (D, H) slot (60 outputs)
+      {{2, 8, 8, 10, 12}, {2}, {3}, {1}},          // gaps between windows, C = 8 (v3's 16-byte stores)
   };
   std::vector<tut::Case> out;
   int n = 0;

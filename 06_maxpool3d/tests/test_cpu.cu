@@ -6,6 +6,7 @@
 
 #include "cases.hpp"
 #include "kernels/bwd.cuh"
+#include "kernels/bwd_auto_rule.cuh"
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
@@ -188,6 +189,61 @@ TEST_CASE("combine is associative, NaN and ties included") {
       }
 }
 
+TEST_CASE("split windows: each part's best by the rule, combined by outranks in any order, is the window's") {
+  // v8's lanes: each scans some of a window's cells in scan order with PyTorch's rule, then the
+  // parts' bests meet in a butterfly. Parts here: interleaved rows (v8's NCDHW lanes), blocks of
+  // rows (its NDHWC parts), and random cells; combined left to right and right to left.
+  const tut::Random rng(20261125);
+  const auto spec = tut::InputSpec::whole_numbers(-3, 3).with_specials();
+  const std::vector<std::pair<std::vector<std::int64_t>, tut::Params>> setups = {
+      {{2, 3, 8, 8, 8}, params({4}, {4})},
+      {{1, 2, 9, 10, 11}, params({3}, {2}, {1})},
+      {{2, 2, 16, 16, 16}, params({8}, {8})},
+      {{1, 2, 9, 9, 10}, params({2, 3, 4}, {1, 2, 3}, {1, 1, 2}, {1}, 1)},
+  };
+  std::int64_t differ = 0, windows = 0;
+  for (const auto& [shape, p] : setups) {
+    const auto w = win(shape, p);
+    const auto n = static_cast<std::uint64_t>(w.in_numel());
+    const auto at = [&](std::int64_t e) { return rng.value<float>(static_cast<std::uint64_t>(e), n, spec); };
+    for (std::int64_t o = 0; o < w.out_numel(); ++o) {
+      const auto q = ch06::out_pos(w, o);
+      const auto ref = ch06::window_max(w, q.n, q.c, q.od, q.oh, q.ow, at);
+      const int d0 = q.od * w.s[0] - w.p[0], h0 = q.oh * w.s[1] - w.p[1], w0 = q.ow * w.s[2] - w.p[2];
+      for (int scheme = 0; scheme < 3; ++scheme)
+        for (int parts : {2, 4, 8, 32}) {
+          std::vector<ch06::Best> best(static_cast<std::size_t>(parts), ch06::Best{-kInf, -1});
+          for (int cell = 0; cell < w.cells(); ++cell) {
+            const int jw = cell % w.k[2], jh = cell / w.k[2] % w.k[1], jd = cell / w.k[2] / w.k[1];
+            const int d = d0 + jd, h = h0 + jh, x = w0 + jw;
+            if (d < 0 || d >= w.D || h < 0 || h >= w.H || x < 0 || x >= w.W) continue;
+            const int row = jd * w.k[1] + jh;
+            const int part = scheme == 0 ? row % parts
+                             : scheme == 1 ? row * parts / (w.k[0] * w.k[1])
+                                           : static_cast<int>(rng.bits(static_cast<std::uint64_t>(o * 977 + cell)) % parts);
+            const float v = at(ch06::in_element(w, q.n, q.c, (static_cast<std::int64_t>(d) * w.H + h) * w.W + x));
+            auto& b = best[static_cast<std::size_t>(part)];
+            if (ch06::reference_replaces(b.value, v) || b.cell < 0) b = {v, cell};  // the lane's scan
+          }
+          for (int dir = 0; dir < 2; ++dir) {
+            ch06::Best all{-kInf, -1};
+            for (int i = 0; i < parts; ++i) {
+              const auto& b = best[static_cast<std::size_t>(dir ? parts - 1 - i : i)];
+              if (ch06::outranks(b.value, b.cell, all.value, all.cell)) all = b;
+            }
+            const bool same = all.cell == ref.cell && ((std::isnan(all.value) && std::isnan(ref.value)) ||
+                                                       (all.value == ref.value && std::signbit(all.value) == std::signbit(ref.value)));
+            differ += same ? 0 : 1;
+            ++windows;
+          }
+        }
+    }
+  }
+  INFO(windows, " split windows");
+  CHECK(windows > 1000);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("FastDiv divides exactly, and the decoder agrees with out_pos") {
   for (std::int64_t d : {1, 2, 3, 5, 7, 28, 56, 57, 100, 641, 65535, 65536, 1 << 20, (1 << 30) + 1, 2147483647}) {
     const ch06::FastDiv f(d);
@@ -263,24 +319,45 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: separable for large windows and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for large overlapping ones and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
   CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1})) == AutoPick::v6_separable);              // overlap 512
   CHECK(pick({1, 16, 64, 64, 64}, cl({8}, {1})) == AutoPick::v6_separable);
   CHECK(pick({2, 48, 33, 65, 65}, params({5}, {2}, {2})) == AutoPick::v6_separable);          // overlap 15.6
-  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v6_separable);               // oW = 1
-  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v6_separable);              // oW = 1
-  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v2_interior_border);         // oW = 8
-  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v6_separable);                   // 512 cells
-  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);              // 64 cells
+  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v8_wide_loads);            // disjoint, 512 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v8_wide_loads);           // disjoint, 64 cells
+  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v8_wide_loads);
+  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v8_wide_loads);
+  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);
+  CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 cells
   CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW
   CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
   CHECK(pick({8, 64, 16, 56, 56}, params({3}, {2}, {1})) == AutoPick::v2_interior_border);
   CHECK(pick({8, 64, 16, 56, 56}, cl({3}, {2}, {1})) == AutoPick::v7_channels_last);
   CHECK(pick({1, 1, 320, 320, 320}, cl({3}, {2}, {1})) == AutoPick::v2_interior_border);     // C = 1
   CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1})) == AutoPick::v2_interior_border);    // 27 cells
+}
+
+TEST_CASE("the backward's rule: v3 where windows do not overlap, v4 where they do (undilated, <= 64 D x H slots), else v1") {
+  using ch06::BwdPick;
+  const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
+  const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
+    return params(k, s, p, d, 0, layout, "int64");
+  };
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v3_segment_writer);
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v3_segment_writer);
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v3_segment_writer);      // gaps between windows
+  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v3_segment_writer);  // span 3 <= stride 3
+  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v4_tile_mask);     // 2 x 2 x 2 covering outputs
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v4_tile_mask);
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v4_tile_mask);     // 27
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v4_tile_mask);          // 512: 64 (D, H) pairs
+  CHECK(pick({1, 2, 40, 40, 40}, idx({9}, {1})) == BwdPick::v1_gather);              // 81 (D, H) pairs
+  CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {1}, {1}, {2})) == BwdPick::v1_gather);   // dilated, overlapping
+  CHECK(ch06::windows_disjoint(win({1, 1, 1, 1, 1}, idx({1}, {1}))));
 }
 
 TEST_CASE("launchers refuse bad arguments before any launch") {

@@ -81,7 +81,10 @@ TEST_CASE("no local-memory spills in the unrolled, tiled, separable, channels-la
     }
   for (const char* name : {"fwd_v3_shared_tile_kernel<float>", "fwd_v6_pass_kernel<true, false, float>",
                            "fwd_v6_pass_kernel<false, false, float>", "fwd_v6_last_pass_kernel<false, float>", "fwd_v7_channels_last_kernel<4, float>",
-                           "bwd_v0_scatter_atomic_kernel<float>", "bwd_v1_gather_kernel<false, float>"}) {
+                           "bwd_v0_scatter_atomic_kernel<float>", "bwd_v1_gather_kernel<false, float>",
+                           "bwd_v3_segments_ncdhw_kernel<4, float>", "bwd_v3_segments_ndhwc_kernel<4, float>",
+                           "bwd_v4_tile_mask_kernel<float>", "fwd_v8_ncdhw_kernel<4, float>",
+                           "fwd_v8_ndhwc_kernel<4, float>"}) {
     const auto& kk = kernel(name);
     INFO(kk.name);
     CHECK(spills(kk) == 0);
@@ -93,6 +96,16 @@ TEST_CASE("v3 stages through shared memory: stores, loads and barriers" * doctes
   CHECK(tut::count_opcode(k, "STS") >= 1);
   CHECK(tut::count_opcode(k, "LDS") >= 1);
   CHECK(tut::count_opcode(k, "BAR") >= 2);
+}
+
+TEST_CASE("v8 reads 16 bytes per load, a batch before the compares; its NDHWC lanes combine with shuffles" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v8_ncdhw_kernel<4, float>", "fwd_v8_ndhwc_kernel<4, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "LDG", 128) >= 8);
+  }
+  CHECK(tut::count_opcode(kernel("fwd_v8_ndhwc_kernel<4, float>"), "SHFL.BFLY") >= 8);  // 4 channels x (value, cell)
 }
 
 TEST_CASE("v7 moves 16 bytes per load and per store of y" * doctest::skip(kNoCuobjdump)) {
@@ -118,3 +131,17 @@ TEST_CASE("the scatter adds with atomics; the gathers add without" * doctest::sk
   CHECK(tut::count_opcode(split, "ATOMG") + tut::count_opcode(split, "RED") + tut::count_opcode(split, "ATOM") >= 1);
 }
 
+TEST_CASE("v3 and v4 write dx without global atomics; v4 marks in shared memory; v3 stores 16 bytes" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v3_segments_ncdhw_kernel<4, float>", "bwd_v3_segments_ndhwc_kernel<4, float>",
+                           "bwd_v4_tile_mask_kernel<float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOMG") == 0);
+  }
+  const auto& tile = kernel("bwd_v4_tile_mask_kernel<float>");
+  CHECK(tut::count_opcode(tile, "ATOMS.OR") >= 1);  // the marks
+  CHECK(tut::count_opcode(tile, "BAR") >= 3);
+  CHECK(tut::count_memory_ops(kernel("bwd_v3_segments_ncdhw_kernel<4, float>"), "STG", 128) >= 1);
+  CHECK(tut::count_memory_ops(kernel("bwd_v3_segments_ndhwc_kernel<4, float>"), "STG", 128) >= 1);
+}
