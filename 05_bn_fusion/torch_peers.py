@@ -108,11 +108,11 @@ CASES = {
 
 # The version that races each problem's peers in one process: the top of each ladder.
 OURS = {
-    "bn_relu_f32": "v3_single_read",
-    "bn_relu_backward_f32": "v3_single_read",
-    "bn_add_relu_f32": "v3_single_read",
-    "bn_add_relu_backward_f32": "v3_single_read",
-    "bn_relu_f16": "v3_single_read",
-    "bn_relu_backward_f16": "v3_single_read",
+    "bn_relu_f32": "v5_onchip_cache",
+    "bn_relu_backward_f32": "v5_onchip_cache",
+    "bn_add_relu_f32": "v5_onchip_cache",
+    "bn_add_relu_backward_f32": "v5_onchip_cache",
+    "bn_relu_f16": "v5_onchip_cache",
+    "bn_relu_backward_f16": "v5_onchip_cache",
     "bn_relu_inference_f32": "v1_folded",
 }

@@ -19,10 +19,14 @@
 #include "kernels/bwd_v1_fused.cuh"
 #include "kernels/bwd_v2_layout_aware.cuh"
 #include "kernels/bwd_v3_single_read.cuh"
+#include "kernels/bwd_v4_own_packs.cuh"
+#include "kernels/bwd_v5_onchip_cache.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
 #include "kernels/fwd_v3_single_read.cuh"
+#include "kernels/fwd_v4_own_packs.cuh"
+#include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -160,6 +164,14 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "one cooperative kernel, grid.sync, normalize back to front: x from L2",
                                             &fwd_v3_single_read<T, kAdd>, &fwd_v3_scratch_bytes<T>,
                                             fwd_v3_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v4_own_packs",
+                                            "v3, the pass walking each thread's own packs back to front, 4 in flight",
+                                            &fwd_v4_own_packs<T, kAdd>, &fwd_v4_scratch_bytes<T>,
+                                            fwd_v4_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v5_onchip_cache",
+                                            "v4, each thread's first packs kept in shared memory for the pass",
+                                            &fwd_v5_onchip_cache<T, kAdd>, &fwd_v5_scratch_bytes<T>,
+                                            fwd_v5_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)
@@ -215,6 +227,12 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
   p.versions.push_back(bwd_version<T, kAdd>("v3_single_read", "one cooperative kernel, dx back to front from L2", "mask",
                                             &bwd_v3_single_read<T, kAdd>, &bwd_v3_scratch_bytes<T>,
                                             bwd_v3_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v4_own_packs", "v3, the dx pass walking each thread's own packs, 4 in flight",
+                                            "mask", &bwd_v4_own_packs<T, kAdd>, &bwd_v4_scratch_bytes<T>,
+                                            bwd_v4_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v5_onchip_cache", "v4, g and x of each thread's first packs kept in shared memory",
+                                            "mask", &bwd_v5_onchip_cache<T, kAdd>, &bwd_v5_scratch_bytes<T>,
+                                            bwd_v5_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

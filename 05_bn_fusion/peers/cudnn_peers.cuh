@@ -158,11 +158,17 @@ tut::Version<ForwardInstance<T, kAdd>> cudnn_forward(const char* name, const cha
   return v;
 }
 
+// In half, the unfused Add form rounds BN's output to half before cudnnAddTensor adds r: y carries
+// two roundings where the problem allows one, and the GPU tests found 7 % of its elements outside
+// that tolerance (results/NVIDIA_H100_80GB_HBM3.cudnn_half_add.txt). It is not registered there;
+// the fused path, which adds before it rounds, is.
 template <class T, bool kAdd, class P>
 void add_cudnn_forward_peers(P& p) {
-  p.versions.push_back(cudnn_forward<T, kAdd>("cudnn_spatial", "cuDNN BN (SPATIAL), then (AddTensor and) ReLU", CudnnPath::spatial));
-  p.versions.push_back(cudnn_forward<T, kAdd>("cudnn_spatial_persistent", "cuDNN BN (SPATIAL_PERSISTENT), then (AddTensor and) ReLU",
-                                              CudnnPath::persistent));
+  if constexpr (!(std::is_same_v<T, __half> && kAdd)) {
+    p.versions.push_back(cudnn_forward<T, kAdd>("cudnn_spatial", "cuDNN BN (SPATIAL), then (AddTensor and) ReLU", CudnnPath::spatial));
+    p.versions.push_back(cudnn_forward<T, kAdd>("cudnn_spatial_persistent",
+                                                "cuDNN BN (SPATIAL_PERSISTENT), then (AddTensor and) ReLU", CudnnPath::persistent));
+  }
   p.versions.push_back(cudnn_forward<T, kAdd>("cudnn_fused_ex", "cuDNN's fused BN + (add +) ReLU, ForwardTrainingEx",
                                               CudnnPath::fused_ex));
 }

@@ -263,10 +263,81 @@ TEST_CASE("bad cases are refused with a clear error, before any launch") {
   CHECK_THROWS_AS(v2(nullptr, a, nullptr), std::invalid_argument);
   CHECK_THROWS_AS(v3(nullptr, a, nullptr), std::invalid_argument);
   CHECK_THROWS_AS(v0(nullptr, a, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS((fwd_v4_own_packs<float, false>(nullptr, a, nullptr)), std::invalid_argument);
+  FwdArgs<__half> h;
+  h.s = Shape4{1, 1, 0, Layout::nhwc};
+  CHECK_THROWS_AS((fwd_v5_onchip_cache<__half, true>(nullptr, h, nullptr)), std::invalid_argument);
   BwdArgs<float> b;
   b.s = Shape4{0, 3, 4, Layout::nhwc};
   const auto b3 = &bwd_v3_single_read<float, true>;
   CHECK_THROWS_AS(b3(nullptr, b, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS((bwd_v4_own_packs<float, true>(nullptr, b, nullptr)), std::invalid_argument);
+  CHECK_THROWS_AS((bwd_v5_onchip_cache<float, false>(nullptr, b, nullptr)), std::invalid_argument);
+}
+
+// Versions 4 and 5 write the mask in phase 3 from each thread's own phase-1 packs: a word is the
+// ballot of a group of 32 / V lanes, so at every step each group must hold 32 consecutive elements
+// starting at a multiple of 32, or be wholly past its walk. Replayed here for every thread of a
+// grid, with the tail (elements from tail_first on, one warp) covering the rest, each element once.
+TEST_CASE("the own walk of versions 4 and 5: whole mask words per lane group, every element once") {
+  std::vector<Shape4> shapes;
+  for (std::int64_t C : {1, 2, 4, 8, 16, 32, 64, 96, 256, 1024, 2048, 3, 33})
+    for (std::int64_t M : {1, 7, 50, 333}) shapes.push_back(Shape4{1, C, M, Layout::nhwc});
+  for (std::int64_t HW : {32, 64, 96, 224, 4, 49})
+    for (std::int64_t N : {1, 3}) shapes.push_back(Shape4{N, 5, HW, Layout::nchw});
+  shapes.push_back(Shape4{2, 64, 12544, Layout::nchw});
+  int walked = 0;
+  for (const Shape4& s : shapes) {
+    for (int V : {1, 4, 8}) {
+      if (s.layout == Layout::nchw && s.HW % V) continue;
+      INFO("C = ", s.C, ", HW = ", s.HW, ", N = ", s.N, ", layout ", static_cast<int>(s.layout), ", V = ", V);
+      if (!own_words_whole(s, V)) {
+        CHECK((s.layout == Layout::nchw ? s.HW % 32 != 0 : (s.C == 3 || s.C == 33)));
+        continue;
+      }
+      ++walked;
+      const std::int64_t main_end = own_main_end(s, V), n = s.numel(), lanes = 32 / V;
+      for (int grid : {1, 7, 264}) {
+        const V3Plan plan = v3_plan(s, V, grid);
+        const std::int64_t tail_first = s.layout == Layout::nchw ? n : main_end * plan.nhwc.L;
+        REQUIRE(tail_first % 32 == 0);
+        std::vector<int> seen(static_cast<std::size_t>(n), 0);
+        for (std::int64_t e = tail_first; e < n; ++e) ++seen[static_cast<std::size_t>(e)];
+        for (int b = 0; b < grid; ++b)
+          for (std::int64_t item = b; item < v3_items(s, plan); item += grid)
+            for (int warp = 0; warp < kWarps; ++warp) {
+              OwnItem w[32];
+              std::int64_t count[32];
+              for (int l = 0; l < 32; ++l) {
+                w[l] = own_item(s, plan, V, item, warp * 32 + l);
+                OwnItem m = w[l];
+                m.end = std::min(m.end, main_end);
+                count[l] = m.count();
+                REQUIRE(count[l] <= count[0]);  // lane 0 walks the longest
+              }
+              for (std::int64_t i = 0; i < count[0]; ++i)
+                for (int g = 0; g < 32 / lanes; ++g) {
+                  const int l0 = static_cast<int>(g * lanes);
+                  const bool valid = i < count[l0];
+                  const std::int64_t base = valid ? own_pack_at(s, plan, V, w[l0], w[l0].first + i * w[l0].step) : 0;
+                  REQUIRE((!valid || base % 32 == 0));
+                  for (int l = l0; l < l0 + lanes; ++l) {
+                    REQUIRE((i < count[l]) == valid);
+                    if (!valid) continue;
+                    const std::int64_t e0 = own_pack_at(s, plan, V, w[l], w[l].first + i * w[l].step);
+                    REQUIRE(e0 == base + (l - l0) * V);
+                    for (int k = 0; k < V; ++k) {
+                      REQUIRE(s.channel_of(e0 + k) == (s.layout == Layout::nchw ? w[l].c : (w[l].j * V + k) % s.C));
+                      ++seen[static_cast<std::size_t>(e0 + k)];
+                    }
+                  }
+                }
+            }
+        for (std::int64_t e = 0; e < n; ++e) REQUIRE(seen[static_cast<std::size_t>(e)] == 1);
+      }
+    }
+  }
+  CHECK(walked > 40);
 }
 
 TEST_CASE("floors: the single-read bytes per element, and the two-pass model beside them") {

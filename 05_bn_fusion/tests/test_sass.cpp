@@ -84,6 +84,57 @@ TEST_CASE("v3: one kernel with the statistics' and the pass's 16-byte accesses, 
   }
 }
 
+TEST_CASE("v4 and v5: phase 3's loop loads 64 bytes per thread before its first store, and spills nothing" *
+          doctest::skip(kNoCuobjdump)) {
+  struct Form {
+    std::string name;
+    int packs;  // 16-byte loads per thread in one iteration of phase 3's loop, before it stores
+  };
+  for (const Form& f : {Form{"fwd_v4_own_packs_kernel<4, float, false, ch05::NoCache<4> >", 4},
+                        Form{"fwd_v4_own_packs_kernel<4, float, true, ch05::NoCache<4> >", 4},  // 2 of x, 2 of r
+                        Form{"fwd_v4_own_packs_kernel<8, __half, false, ch05::NoCache<3> >", 4},
+                        Form{"fwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 1, 4> >", 4},
+                        Form{"fwd_v4_own_packs_kernel<8, __half, false, ch05::SmemCache<__half, 1, 3> >", 4},
+                        Form{"bwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 2, 3> >", 4},  // 2 of dy, 2 of x
+                        Form{"bwd_v4_own_packs_kernel<4, float, true, ch05::SmemCache<float, 2, 3> >", 4},
+                        Form{"bwd_v4_own_packs_kernel<8, __half, false, ch05::SmemCache<__half, 2, 3> >", 4},
+                        Form{"bwd_v4_own_packs_kernel<4, float, false, ch05::NoCache<3> >", 4}}) {
+    const auto& k = kernel(f.name);
+    INFO(k.name);
+    // Among the loops that store 16-byte packs (y or dx), the one that issues the most 16-byte
+    // loads before its first store: phase 3's main loop.
+    int most = 0;
+    std::vector<tut::SassInstruction> body;
+    for (const auto& loop : tut::loops(k)) {
+      if (count_in(loop, "STG", 128) == 0) continue;
+      int before = 0;
+      for (const auto& i : loop) {
+        if (i.opcode.rfind("STG", 0) == 0) break;
+        if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
+      }
+      if (before > most) most = before, body = loop;
+    }
+    CHECK(most >= f.packs);
+    CHECK(count_in(body, "LDL") == 0);
+    CHECK(count_in(body, "STL") == 0);
+  }
+}
+
+TEST_CASE("v5: the cache is 16-byte shared-memory stores in phase 1 and loads in phase 3" * doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 1, 4> >",
+                           "fwd_v4_own_packs_kernel<8, __half, true, ch05::SmemCache<__half, 1, 3> >",
+                           "bwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 2, 3> >"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "STS", 128) >= 1);
+    CHECK(tut::count_memory_ops(k, "LDS", 128) >= 1);
+  }
+  // v4 is the same kernel without the cache: fewer 16-byte shared-memory accesses.
+  for (const char* op : {"STS", "LDS"})
+    CHECK(tut::count_memory_ops(kernel("fwd_v4_own_packs_kernel<4, float, false, ch05::NoCache<4> >"), op, 128) <
+          tut::count_memory_ops(kernel("fwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 1, 4> >"), op, 128));
+}
+
 TEST_CASE("the backward's dx pass: 16-byte dy and x, one 16-byte store of dx (and of dr)" * doctest::skip(kNoCuobjdump)) {
   const auto& plain = kernel("bwd_v2_apply_kernel<4, float, false>");
   CHECK(tut::count_memory_ops(plain, "LDG", 128) >= 2);
