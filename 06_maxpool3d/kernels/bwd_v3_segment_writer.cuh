@@ -19,16 +19,20 @@
 // What changed since v1 (the gather): v1's thread took one dx element and looked for the outputs
 // that cover it, with runtime loops and one dependent load after another (about 380 instructions per
 // input on the stem case). Here a thread decodes once and writes a whole piece of a segment with
-// vector stores; where windows do not overlap there is exactly one candidate, so no search. A first
-// form gave a thread one row of a segment: on kernel 2 it decoded once per 2 elements (142 M warp
-// instructions for 51 M elements, instruction-bound), and on kernel 8 it waited for the index before
-// loading dy, then wrote 32 bytes (39 % of DRAM's peak).
+// vector stores; where windows do not overlap there is exactly one candidate, so no search. (A first
+// form gave a thread one row of a segment; on kernel 2 it decoded once per 2 elements and was bound by
+// instructions.)
 //
 // Prediction: the bytes of the floor, dx written once (in*4), dy and the index read once from
 // DRAM (out*(4 + index bytes)); the zero-then-scatter backward (v0, PyTorch's) writes dx twice and
 // reads-modifies-writes the chosen cells. For 2x64x64^3 with kernel 8 the floor is nearly all dx:
 // expect the copy ceiling's speed, like a memset. SASS: STG.E.128 stores; no RED or ATOM
 // (tests/test_sass.cpp).
+//
+// Measured (H100, results/): on kernel 2 stride 2, 0.79 of copy, twice the scatter's speed, with a
+// third less DRAM traffic. On kernel 8 stride 8 it loses to the scatter (0.40 against 0.86): each
+// thread waits for its index and dy, then stores 8 rows of 32 bytes, and the DRAM is 39 % busy. A
+// thread per 16-byte chunk of dx, storing like a memset, is the next form.
 #pragma once
 
 #include "kernels/bwd.cuh"
