@@ -108,15 +108,16 @@ def sweep_points(bench, roofs):
         model = min(bw * i, peak) if peak else bw * i
         out.append({"problem": r["problem"], "version": r["version"], "flops": r["params"]["flops"], "intensity": i,
                     "GFLOPs": r["flops"] / s / 1e9, "GBps": r["bytes"] / s / 1e9, "model_GFLOPs": model / 1e9,
-                    "ratio": r["flops"] / s / model})
+                    "ratio": r["flops"] / s / model, "compute_bound": bool(peak) and bw * i >= peak})
     return out
 
 
 def measured_ridge(points, problem):
     """Where the sweep's two plateaus meet: its best FLOP/s over its best bytes/s (both of the fully
-    unrolled version)."""
+    unrolled version). None unless the sweep has points on both sides of the model's ridge: one point,
+    or points on one plateau only, would give their own intensity, not the ridge."""
     pts = [p for p in points if p["problem"] == problem and p["version"] == "v2_unrolled"]
-    if not pts:
+    if len({p["compute_bound"] for p in pts}) < 2:
         return None
     return max(p["GFLOPs"] for p in pts) / max(p["GBps"] for p in pts)
 
@@ -189,8 +190,10 @@ def tables(slug, g):
         ridge = measured_ridge(g["sweep"], "sweep_f32")
         worst = min((p for p in g["sweep"] if p["version"] == "v2_unrolled"), key=lambda p: p["ratio"])
         lines.append(f"\nThe sweep (GFLOP/s against the model's min(copy x I, peak), both ceilings measured by the "
-                     f"benchmark in the same process): measured ridge "
-                     f"{f(ridge, '{:.1f}')} FLOP per byte (FP32); worst point of the fully unrolled form {worst['problem']} "
+                     f"benchmark in the same process): "
+                     + (f"measured ridge {ridge:.1f} FLOP per byte (FP32)" if ridge is not None else
+                        "no measured ridge (that needs sweep points on both sides of it: bench_07_roofline --suite)")
+                     + f"; worst point of the fully unrolled form {worst['problem']} "
                      f"F = {worst['flops']}: {worst['ratio']:.3f} of the model.\n\n")
         lines.append("| problem | F | FLOP/B | " + " | ".join(f"{v} GFLOP/s" for v in ("v0_unroll1", "v1_unroll4", "v2_unrolled"))
                      + " | model GFLOP/s | v2 / model |\n")
