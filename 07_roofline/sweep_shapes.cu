@@ -33,11 +33,6 @@ auto op_of() {
   if constexpr (std::is_same_v<T, float>) return ch07::OpF32<F>{ch07::kA, ch07::kB};
   else return ch07::OpF16<F>{__floats2half2_rn(ch07::kA, ch07::kA), __floats2half2_rn(ch07::kB, ch07::kB)};
 }
-template <class T, int F>
-auto previous_op_of() {
-  if constexpr (std::is_same_v<T, float>) return ch07_previous::OpF32<F>{ch07::kA, ch07::kB};
-  else return ch07_previous::OpF16<F>{__floats2half2_rn(ch07::kA, ch07::kA), __floats2half2_rn(ch07::kB, ch07::kB)};
-}
 
 // One launch of the shape (P, K) at F on n values; P = 0: the previous kernel.
 template <class T, int F>
@@ -47,7 +42,7 @@ void launch(int P, std::int64_t K, const void* xv, void* yv) {
   if (P == 0) {
     const std::int64_t packs = kN / 4;
     ch07_previous::sweep_pack_kernel<F, 0><<<static_cast<unsigned>((packs + 255) / 256), 256>>>(packs, x, y,
-                                                                                                   previous_op_of<T, F>());
+                                                                                                   op_of<T, F>());
     TUT_CHECK_LAUNCH("previous sweep_pack_kernel");
     return;
   }
