@@ -1,17 +1,10 @@
 // The backward dispatcher's rule (kernels/bwd_auto.cuh states it), apart from the kernels so that
-// the CPU tests can check which version each case gets; and the two properties of a window it reads.
+// the CPU tests can check which version each case gets; and what v4 refuses.
 #pragma once
 
 #include "kernels/pool.cuh"
 
 namespace ch06 {
-
-// Whether no input cell lies in two windows: the window's span is at most the stride on every axis.
-inline bool windows_disjoint(const Window& w) {
-  for (int i = 0; i < 3; ++i)
-    if (static_cast<std::int64_t>(w.k[i] - 1) * w.dil[i] + 1 > w.s[i]) return false;
-  return true;
-}
 
 // What v4 refuses ("" when it takes the case): its mask holds a bit per covering output when there
 // are at most 32 of them, else a bit per (D slot, H slot) pair, at most 64 of those.

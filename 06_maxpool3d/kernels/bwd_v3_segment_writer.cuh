@@ -36,7 +36,6 @@
 #pragma once
 
 #include "kernels/bwd.cuh"
-#include "kernels/bwd_auto_rule.cuh"  // windows_disjoint
 
 namespace ch06 {
 

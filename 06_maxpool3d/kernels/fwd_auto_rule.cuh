@@ -2,7 +2,6 @@
 // tests can check which version each case gets.
 #pragma once
 
-#include "kernels/bwd_auto_rule.cuh"  // windows_disjoint
 #include "kernels/pool.cuh"
 
 namespace ch06 {

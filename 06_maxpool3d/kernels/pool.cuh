@@ -166,6 +166,13 @@ struct OutDecoder {
 
 // ---- host side -----------------------------------------------------------------------------------
 
+// Whether no input cell lies in two windows: the window's span is at most the stride on every axis.
+inline bool windows_disjoint(const Window& w) {
+  for (int i = 0; i < 3; ++i)
+    if (static_cast<std::int64_t>(w.k[i] - 1) * w.dil[i] + 1 > w.s[i]) return false;
+  return true;
+}
+
 // The fast paths index within a plane in 32 bits: the plane and a window's reach past it must fit.
 inline bool plane_fits_32_bits(const Window& w) {
   return static_cast<std::int64_t>(w.D + w.k[0]) * (w.H + w.k[1]) * (w.W + w.k[2]) <
