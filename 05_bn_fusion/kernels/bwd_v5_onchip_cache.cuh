@@ -29,8 +29,7 @@ void bwd_v5_onchip_cache(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   constexpr int V = kPack<T>;
   if (!bwd_own_packs_ok<T, kAdd>(a)) return bwd_v4_own_packs<T, kAdd, kBlocks>(st, a, ws);
   const OnChip& oc = onchip_cached<&bwd_v5_kernel<V, T, kAdd, kBlocks>, kBlocks>(32);
-  const int grid = device_limits().sm_count * kBlocks;
-  const int slots = static_cast<int>(std::min<std::int64_t>(oc.slots, own_units_most(a.s, V, grid)));
+  const int slots = onchip_slots(oc, a.s, V, kBlocks);
   const Scratch sc(a.s.C, v3_partial_bytes(a.s, V, sizeof(GradSums)), 0);
   bwd_own_launch<V, T, kAdd, SmemCache<T, 2, kBlocks>>(st, a, sc, ws, static_cast<std::size_t>(slots) * 32 * kBlock, slots);
 }

@@ -89,6 +89,12 @@ inline std::int64_t own_units_most(const Shape4& s, int V, int grid) {
   return (items + grid - 1) / grid * w.count();
 }
 
+// The slots a launch keeps: the budget's, or as many as a thread of its grid walks where that is fewer.
+inline int onchip_slots(const OnChip& oc, const Shape4& s, int V, int blocks_per_sm) {
+  const int grid = device_limits().sm_count * blocks_per_sm;
+  return static_cast<int>(std::min<std::int64_t>(oc.slots, own_units_most(s, V, grid)));
+}
+
 template <int V, class T, bool kAdd, int kBlocks>
 const void* fwd_v5_kernel() {
   return reinterpret_cast<const void*>(&fwd_v4_own_packs_kernel<V, T, kAdd, SmemCache<T, 1, kBlocks>>);
@@ -100,8 +106,7 @@ void fwd_v5_onchip_cache(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   constexpr int V = kPack<T>;
   if (!own_packs_ok<T, kAdd>(a) || !own_words_whole(a.s, V)) return fwd_v4_own_packs<T, kAdd, kBlocks>(st, a, ws);
   const OnChip& oc = onchip_cached<&fwd_v5_kernel<V, T, kAdd, kBlocks>, kBlocks>(16);
-  const int grid = device_limits().sm_count * kBlocks;
-  const int slots = static_cast<int>(std::min<std::int64_t>(oc.slots, own_units_most(a.s, V, grid)));
+  const int slots = onchip_slots(oc, a.s, V, kBlocks);
   const Scratch sc(a.s.C, v3_partial_bytes(a.s, V, sizeof(Welford)), 0);
   fwd_own_launch<V, T, kAdd, SmemCache<T, 1, kBlocks>>(st, a, sc, ws, static_cast<std::size_t>(slots) * 16 * kBlock, slots);
 }
