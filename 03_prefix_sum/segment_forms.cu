@@ -39,11 +39,6 @@ struct Ladder {
   Launch compiled;  // the ladder's launcher: the compiled form where there is one
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,7 +102,7 @@ int main(int argc, char** argv) {
             (f == l.runtime ? runtime_ms : compiled_ms).push_back(tut::time_kernel(run, opt).median);
             right = right && tut::count_different_bytes(y.data(), expected.data(), n * sizeof(int)) == 0;
           }
-        const double rt = median(runtime_ms), ct = median(compiled_ms);
+        const double rt = tut::summarize(runtime_ms).median, ct = tut::summarize(compiled_ms).median;
         const auto rate = [&](double ms) { return bytes / (ms * 1e6); };
         std::printf("%-18s %7lld  %11.4f %7.1f %7.3f  %11.4f %7.1f %7.3f  %7.3f%s\n", l.name, static_cast<long long>(s), rt,
                     rate(rt), rate(rt) / ceiling.GBps, ct, rate(ct), rate(ct) / ceiling.GBps, rt / ct,

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
                 peak.fp32_fma_GFLOPs, peak.fp16_hfma2_GFLOPs, peak.sm_clock_MHz);
     const std::vector<std::pair<int, std::int64_t>> shapes = {{0, 1}, {1, 1}, {1, 2}, {1, 4}, {1, 8}, {1, 16}, {1, -1},
                                                               {2, 1}, {2, 2}, {2, 4}, {2, 8}, {2, 16}, {2, -1}};
-    std::map<std::vector<std::int64_t>, std::vector<float>> ms;
+    std::map<std::vector<std::int64_t>, std::vector<double>> ms;
     unsigned long long differing = 0;
     cudaEvent_t start, stop;
     TUT_CUDA(cudaEventCreate(&start));
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
           run(0, 1, ref.data());
           for (const auto& [P, K] : shapes) {
             for (int w = 0; w < 2; ++w) run(P, K, y.data());
-            std::vector<float> t;
+            std::vector<double> t;
             for (int rep = 0; rep < (F >= 1024 ? 7 : 15); ++rep) {
               TUT_CUDA(cudaEventRecord(start));
               run(P, K, y.data());
@@ -136,8 +136,7 @@ int main(int argc, char** argv) {
               TUT_CUDA(cudaEventElapsedTime(&e, start, stop));
               t.push_back(e);
             }
-            std::sort(t.begin(), t.end());
-            ms[{half, P, K, F}].push_back(t[t.size() / 2]);
+            ms[{half, P, K, F}].push_back(tut::summarize(t).median);
             differences.fill_bytes(0);
             count_differences<<<1024, 256>>>(y.data(), ref.data(), kN, differences.data());
             TUT_CHECK_LAUNCH("count_differences");
@@ -147,9 +146,8 @@ int main(int argc, char** argv) {
           }
         }
       }
-    for (auto& [key, t] : ms) {
-      std::sort(t.begin(), t.end());
-      const double s = t[t.size() / 2] * 1e-3, F = static_cast<double>(key[3]);
+    for (const auto& [key, t] : ms) {
+      const double s = tut::summarize(t).median * 1e-3, F = static_cast<double>(key[3]);
       const double peak_flops = (key[0] ? peak.fp16_hfma2_GFLOPs : peak.fp32_fma_GFLOPs) * 1e9;
       const double model = std::min(copy.GBps * 1e9 * F / 8, peak_flops);
       std::printf("shape,%s,%lld,%lld,%lld,%.4f,%.4f\n", key[0] ? "f16" : "f32", static_cast<long long>(key[1]),
