@@ -69,7 +69,9 @@ BenchApp::BenchApp(const Chapter& chapter) : chapter_(chapter), app_(chapter.des
   app_.add_option("--problem", problem_sel_, "Problem to run (see --list), or 'all'");
   app_.add_option("--version", version_sel_, "Version to run (see --list), or 'all'");
   app_.add_option("--type", type_sel_, "Only the problems on this element type: f32, f16, i32, ... (see --list)");
-  auto* c = app_.add_option("--case", case_sel_, "One case of the built-in suite, by name (see --list)");
+  auto* c = app_.add_option("--case", case_sel_,
+                            "A case of the built-in suite, by name (see --list); repeatable: --case A --case B runs both")
+                ->take_all();
   auto* s = app_.add_option("--shape", shape_sel_, "A shape such as 1000, 2^28 or 2x64x16x56x56 (default: each problem's default case)");
   auto* suite = app_.add_flag("--suite", suite_, "Run every case of each problem's built-in suite");
   c->excludes(s)->excludes(suite);
@@ -82,7 +84,8 @@ BenchApp::BenchApp(const Chapter& chapter) : chapter_(chapter), app_(chapter.des
   app_.add_flag("--list-json", list_json_, "The same as JSON, for tools");
   app_.add_option("--reps", reps_, "Timed repetitions per version")->check(whole_number(1, 100000));
   app_.add_option("--warmup", warmup_, "Untimed launches before timing")->check(whole_number(0, 100000));
-  app_.add_option("--l2", l2_mode_, "flush: overwrite the L2 before each repetition when the data could fit in it; "
+  app_.add_option("--l2", l2_mode_, "flush: read a buffer of twice the L2 before each repetition when the data could fit in it "
+                                     "(clean lines, none of the case's data: tut::L2Flush); "
                                      "warm: leave it (measures the cache for small sizes)")
       ->check(CLI::IsMember({"flush", "warm"}));
   app_.add_option("--json", json_path_, "Write the results to this JSON file");
@@ -156,7 +159,8 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     list(list_json_);
     return 0;
   }
-  bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all", case_ok = case_sel_.empty();
+  bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all";
+  std::vector<std::string> cases_missing = case_sel_;  // each --case must name a case of a selected problem
   bool type_ok = type_sel_.empty();
   std::vector<std::string> keys_taken;
   for (const auto& p : chapter_.problems) {
@@ -164,14 +168,18 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     if (p.dtype == type_sel_) type_ok = true;
     if (!wants(p)) continue;
     for (const auto& v : p.versions) version_ok = version_ok || v.name == version_sel_;
-    for (const auto& c : p.suite) case_ok = case_ok || c.name == case_sel_;
-    case_ok = case_ok || p.default_case.name == case_sel_;
+    const auto found = [&](const std::string& name) {
+      return p.default_case.name == name ||
+             std::any_of(p.suite.begin(), p.suite.end(), [&](const Case& c) { return c.name == name; });
+    };
+    cases_missing.erase(std::remove_if(cases_missing.begin(), cases_missing.end(), found), cases_missing.end());
     for (const auto& s : p.params) keys_taken.push_back(s.key);
   }
   if (!problem_ok) return fail("no problem '" + problem_sel_ + "' in " + chapter_.name + " (see --list)");
   if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_.name + " (see --list)");
   if (!version_ok) return fail("no version '" + version_sel_ + "' in the selected problems (see --list)");
-  if (!case_ok) return fail("no case '" + case_sel_ + "' in the selected problems' suites (see --list)");
+  if (!cases_missing.empty())
+    return fail("no case '" + cases_missing.front() + "' in the selected problems' suites (see --list)");
   for (const auto& [k, v] : params_)
     if (std::find(keys_taken.begin(), keys_taken.end(), k) == keys_taken.end())
       return fail("--param " + k + "=" + v + ": no selected problem has a parameter '" + k + "' (see --list)");
@@ -246,9 +254,17 @@ std::vector<Case> BenchApp::cases_for(const ProblemEntry& p) const {
   if (suite_) {
     base = p.suite;
   } else if (!case_sel_.empty()) {
-    if (p.default_case.name == case_sel_) base = {p.default_case};
-    for (const auto& c : p.suite)
-      if (c.name == case_sel_ && base.empty()) base = {c};
+    for (const auto& name : case_sel_) {  // in the order given; the default case first if it is also in the suite
+      if (p.default_case.name == name) {
+        base.push_back(p.default_case);
+        continue;
+      }
+      for (const auto& c : p.suite)
+        if (c.name == name) {
+          base.push_back(c);
+          break;
+        }
+    }
   } else if (!shape_sel_.empty()) {
     return {make_case(p, parse_shape(shape_sel_), mine)};
   } else {
@@ -513,6 +529,7 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
               {"warmup", warmup_},
               {"reps", reps_},
               {"l2", l2_mode_},
+              {"l2_flush", "read"},
               {"runs", runs}};
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());

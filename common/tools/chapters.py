@@ -36,12 +36,14 @@ def slug(gpu_name):
     return out or "unknown_gpu"
 
 
-def write_results(build, chapter, gpu, suffix, doc):
-    """Writes BUILD/results/CHAPTER/<gpu><suffix> (".profile.json", ".torch.json") with the fields
-    every results file has, and returns its path."""
-    out_dir = os.path.join(os.path.abspath(build), "results", chapter)
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, slug(gpu) + suffix)
+def write_results(build, chapter, gpu, suffix, doc, path=None):
+    """Writes BUILD/results/CHAPTER/<gpu><suffix> (".profile.json", ".torch.json"), or `path` when
+    given, with the fields every results file has, and returns its path."""
+    if path is None:
+        out_dir = os.path.join(os.path.abspath(build), "results", chapter)
+        path = os.path.join(out_dir, slug(gpu) + suffix)
+    if os.path.dirname(os.path.abspath(path)):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     full = {"schema_version": 3, "chapter": chapter, "gpu": gpu,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **doc}
     with open(path, "w", encoding="utf-8") as f:

@@ -39,6 +39,8 @@ def main():
     expect(["--problem", "nosuch"], 2, "no problem 'nosuch'")
     expect(["--version", "nosuch"], 2, "no version 'nosuch'")
     expect(["--case", "nosuch"], 2, "no case 'nosuch'")
+    if listing:  # --case is repeatable: a real case first does not hide a wrong second one
+        expect(["--case", listing[0]["default_case"]["name"], "--case", "nosuch"], 2, "no case 'nosuch'")
     expect(["--json", "/dev/null/x.json"], 2, "--json: cannot")
     expect(["--results-dir", "/dev/null/results"], 2, "--results-dir: cannot")
     expect(["--reps", "0"], 2, "not in [1, 100000]")

@@ -50,6 +50,11 @@ def main():
         expect("torch_peers.py", ["--check-race", "01_elementwise", os.path.join(tmp, "none.so")], (2,),
                "no race module there")
         expect("torch_peers.py", ["--check-race", "nosuch", os.path.join(tmp, "none.so")], (2,), "no chapter 'nosuch'")
+        expect("torch_peers.py", ["--problem", "nosuch", "01_elementwise"], (2,), "no PyTorch peer of a problem 'nosuch'")
+        expect("torch_peers.py", ["--json", os.path.join(tmp, "t.json"), "01_elementwise", "04_relu_mask"], (2,),
+               "name exactly one chapter")
+        expect("torch_peers.py", ["--profile", "01_elementwise", "p", "n", "--case", "a", "--case", "b"], (2,),
+               "give --case once")
         expect("profile.py", ["--build", os.path.join(tmp, "nobuild")], (2,), "not built")
         expect("profile.py", ["nosuch"], (2,), "no chapter 'nosuch'")
         expect("migrate_results.py", [os.path.join(tmp, "missing")], (2,), "no such folder")

@@ -31,6 +31,9 @@ round gives the ratio of the two medians, our speed over PyTorch's. The peer row
                                 versions, every CASES text against the module, and that a bad
                                 name comes back as an error; with --launch, each raced version
                                 through the module on a small case, checked (exit 77 without a GPU)
+  --problem P, --case TEXT, --json FILE
+                                only problem P's peers, only case TEXT (instead of CASES), both
+                                repeatable; such a narrowed run writes its rows only to --json FILE
   --profile CHAPTER PROBLEM NAME [--case TEXT]
                                 that one peer once between torch.cuda.profiler.start() and stop(),
                                 for `ncu --profile-from-start off` (common/tools/profile.py)
@@ -307,12 +310,15 @@ def profile_one(torch, build, chapter, problem, name, case_text):
     return 0
 
 
-def peer_rows(torch, build, chapter, spec, ceiling):
-    """The chapter's peer rows, each raced against OURS; and whether one of our versions failed."""
+def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=()):
+    """The chapter's peer rows, each raced against OURS; and whether one of our versions failed.
+    `problems`, when given, keeps only those problems; `cases`, when given, replaces CASES."""
     module = RaceModule(RaceModule.path(build, chapter))
     runs, failed = [], False
     for problem, listed in spec.peers.items():
-        for text in spec.cases_of(problem):
+        if problems and problem not in problems:
+            continue
+        for text in cases or spec.cases_of(problem):
             case = module.case(problem, text)
             for name, setup in listed:
                 run, check = setup(case, torch)
@@ -347,7 +353,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--profile", nargs=3, metavar=("CHAPTER", "PROBLEM", "NAME"))
-    ap.add_argument("--case", default="", help="with --profile: the case (default: the problem's default case)")
+    ap.add_argument("--problem", action="append", default=[],
+                    help="only this problem's peers (repeatable)")
+    ap.add_argument("--case", action="append", default=[],
+                    help="with --profile: the case (default: the problem's default case); otherwise a case to time "
+                         "instead of the chapter's CASES, by name or as a shape and parameters (repeatable)")
+    ap.add_argument("--json", help="write the rows to this file instead of BUILD/results/CH/<gpu>.torch.json; "
+                                   "a run narrowed by --problem or --case writes only here")
     ap.add_argument("--check-race", nargs=2, metavar=("CHAPTER", "MODULE"))
     ap.add_argument("--launch", action="store_true", help="with --check-race: run the raced versions too")
     ap.add_argument("chapters", nargs="*")
@@ -358,6 +370,14 @@ def main():
             raise Failure(f"no chapter '{ch}' (chapters: {', '.join(sorted(known))})")
     if args.check_race:
         return check_race(*args.check_race, args.launch)
+    if args.profile and len(args.case) > 1:
+        raise Failure("--profile times one case: give --case once")
+    if args.json and len(args.chapters) != 1:
+        raise Failure("--json writes one chapter's rows: name exactly one chapter")
+    for problem in args.problem:
+        if not any(problem in (Spec.of(ch).peers if Spec.of(ch) else {})
+                   for ch in args.chapters or [c.name for c in chapters.existing()]):
+            raise Failure(f"no PyTorch peer of a problem '{problem}' in the selected chapters")
     try:
         import torch
     except ImportError:
@@ -367,7 +387,7 @@ def main():
         print("torch sees no CUDA device: no peer rows")
         return 77
     if args.profile:
-        return profile_one(torch, args.build, *args.profile, args.case)
+        return profile_one(torch, args.build, *args.profile, args.case[0] if args.case else "")
     gpu = torch.cuda.get_device_name()
     ceiling = copy_ceiling(torch)
     failed = False
@@ -375,10 +395,15 @@ def main():
         spec = Spec.of(ch)
         if spec is None or not spec.peers:
             continue
-        runs, bad = peer_rows(torch, args.build, ch, spec, ceiling)
+        runs, bad = peer_rows(torch, args.build, ch, spec, ceiling, args.problem, args.case)
         failed = failed or bad
-        chapters.write_results(args.build, ch, gpu, ".torch.json",
-                               {"library": "torch", "torch": torch.__version__, "copy_ceiling": ceiling, "runs": runs})
+        doc = {"library": "torch", "torch": torch.__version__, "copy_ceiling": ceiling, "runs": runs}
+        if args.json:
+            chapters.write_results(args.build, ch, gpu, ".torch.json", doc, path=args.json)
+        elif args.problem or args.case:
+            print(f"{ch}: a run narrowed by --problem or --case keeps its rows only with --json FILE; none written")
+        else:
+            chapters.write_results(args.build, ch, gpu, ".torch.json", doc)
     if failed:
         print("one of our versions failed its check in the race (see the rows above)")
     return 1 if failed else 0

@@ -1,6 +1,8 @@
 // Timing with CUDA events, and the machine's own ceilings measured in the same process.
 #pragma once
 
+#include "tut/buffer.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -20,9 +22,26 @@ Stats summarize(std::vector<double> samples_ms);
 struct TimingOptions {
   int warmup = 5;
   int reps = 50;
-  // When non-zero, a buffer of this many bytes is overwritten before every repetition (outside
+  // When non-zero, a buffer of this many bytes is read before every repetition (L2Flush, outside
   // the timed interval), so no repetition finds the previous one's data in L2.
   std::size_t flush_bytes = 0;
+};
+
+// The L2 flush: a kernel that reads a buffer of `bytes` (filled once, at construction). Reading
+// twice the L2's size leaves it full of clean lines of that buffer: the timed launch finds none of
+// its data there, and no dirty line to write back either. Overwriting the buffer instead (a
+// memset) would leave every line dirty, and the timed launch would pay for writing them back:
+// 1.2-1.3x the time of a 8-128 MiB read on the H100 (tut_l2_flush, common/results/). Nsight
+// Compute's --cache-control all likewise starts each kernel with clean caches. bytes = 0: nothing.
+class L2Flush {
+ public:
+  explicit L2Flush(std::size_t bytes);
+  void operator()(cudaStream_t stream);  // enqueues the read on `stream`
+  std::size_t bytes() const { return buf_.bytes(); }
+
+ private:
+  DeviceBuffer<uint4> buf_;
+  DeviceBuffer<uint4> sink_;
 };
 
 // What is timed: for each repetition, `before(stream)` (resets) and the L2 flush are enqueued
