@@ -21,12 +21,14 @@
 #include "kernels/bwd_v3_single_read.cuh"
 #include "kernels/bwd_v4_own_packs.cuh"
 #include "kernels/bwd_v5_onchip_cache.cuh"
+#include "kernels/bwd_v6_balanced.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
 #include "kernels/fwd_v3_single_read.cuh"
 #include "kernels/fwd_v4_own_packs.cuh"
 #include "kernels/fwd_v5_onchip_cache.cuh"
+#include "kernels/fwd_v6_balanced.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -172,6 +174,9 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v4, each thread's first packs kept in shared memory for the pass",
                                             &fwd_v5_onchip_cache<T, kAdd>, &fwd_v5_scratch_bytes<T>,
                                             fwd_v5_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v6_balanced",
+                                            "v5, the pass's uncached packs handed out from a queue at run time",
+                                            &fwd_v6_balanced<T, kAdd>, &fwd_v6_scratch_bytes<T>, fwd_v6_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)
@@ -233,6 +238,9 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
   p.versions.push_back(bwd_version<T, kAdd>("v5_onchip_cache", "v4, g and x of each thread's first packs kept in shared memory",
                                             "mask", &bwd_v5_onchip_cache<T, kAdd>, &bwd_v5_scratch_bytes<T>,
                                             bwd_v5_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v6_balanced", "v5, the dx pass's uncached packs handed out from a queue at run time",
+                                            "mask", &bwd_v6_balanced<T, kAdd>, &bwd_v6_scratch_bytes<T>,
+                                            bwd_v6_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

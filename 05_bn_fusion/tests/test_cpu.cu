@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -338,6 +339,69 @@ TEST_CASE("the own walk of versions 4 and 5: whole mask words per lane group, ev
     }
   }
   CHECK(walked > 40);
+}
+
+TEST_CASE("v6's queue and cached units: every element once, forward (whole words) and backward") {
+  std::vector<Shape4> shapes;
+  for (std::int64_t C : {1, 4, 32, 64, 96, 256, 3, 33})
+    for (std::int64_t M : {7, 50, 333}) shapes.push_back(Shape4{1, C, M, Layout::nhwc});
+  for (std::int64_t HW : {32, 96, 224, 4, 49})
+    for (std::int64_t N : {1, 3}) shapes.push_back(Shape4{N, 5, HW, Layout::nchw});
+  shapes.push_back(Shape4{2, 64, 12544, Layout::nchw});
+  shapes.push_back(Shape4{2, 64, 3136, Layout::nhwc});
+  int walked = 0;
+  for (const Shape4& s : shapes) {
+    for (int V : {4, 8}) {
+      if (s.layout == Layout::nchw && s.HW % V) continue;
+      for (bool forward : {true, false}) {
+        if (forward && !own_words_whole(s, V)) continue;
+        const std::int64_t n = s.numel();
+        const std::int64_t main_end = forward ? own_main_end(s, V) : std::numeric_limits<std::int64_t>::max();
+        for (int grid : {7, 264, 396})
+          for (int cached : {0, 1, 5, 1000}) {
+            const V3Plan plan = v3_plan(s, V, grid);
+            if (v3_items(s, plan) > grid) continue;  // v6 runs v5 there
+            INFO("C = ", s.C, ", HW = ", s.HW, ", N = ", s.N, ", layout ", static_cast<int>(s.layout), ", V = ", V,
+                 forward ? ", forward" : ", backward", ", grid ", grid, ", cached ", cached);
+            ++walked;
+            const TicketPlan tp = ticket_plan(s, plan, V, cached, main_end);
+            std::vector<int> seen(static_cast<std::size_t>(n), 0);
+            const std::int64_t tail_first = s.layout == Layout::nchw ? n : forward ? main_end * plan.nhwc.L : plan.nhwc.q_full * V;
+            for (std::int64_t e = tail_first; e < n; ++e) ++seen[static_cast<std::size_t>(e)];
+            // Units [lo, hi) of 32 threads of `item` (threads warp * 32 ..), as phase 3 runs them.
+            const auto run = [&](std::int64_t item, int warp, std::int64_t lo, std::int64_t span) {
+              OwnItem w[32];
+              std::int64_t count[32];
+              for (int l = 0; l < 32; ++l) {
+                w[l] = pass_item(s, plan, V, item, warp * 32 + l, main_end);
+                count[l] = w[l].count();
+              }
+              const std::int64_t hi = std::min(lo + span, forward ? count[0] : std::numeric_limits<std::int64_t>::max());
+              for (int l = 0; l < 32; ++l)
+                for (std::int64_t i = lo; i < std::min(hi, count[l]); ++i) {
+                  const std::int64_t e0 = own_pack_at(s, plan, V, w[l], w[l].first + i * w[l].step);
+                  for (int k = 0; k < V; ++k) ++seen[static_cast<std::size_t>(e0 + k)];
+                }
+            };
+            for (int warp = 0; warp < kWarps; ++warp)
+              for (std::int64_t t = 0; t < tp.tickets(); ++t) run(tp.item_of(t), warp, tp.lo_of(t), kTicketUnits);
+            for (std::int64_t item = 0; item < tp.items; ++item)
+              for (int warp = 0; warp < kWarps; ++warp) {
+                run(item, warp, 0, cached);
+                if (forward || s.layout != Layout::nhwc) continue;
+                for (int l = 0; l < 32; ++l) {  // the backward's partial row
+                  const OwnItem w = own_item(s, plan, V, item, warp * 32 + l);
+                  const std::int64_t last = w.active ? nhwc_partial_row(plan.nhwc, w.j, w.first, w.step) : -1;
+                  if (last < 0) continue;
+                  for (int k = 0; k < V; ++k) ++seen[static_cast<std::size_t>(nhwc_pack_at(plan.nhwc, last, w.j) + k)];
+                }
+              }
+            for (std::int64_t e = 0; e < n; ++e) REQUIRE(seen[static_cast<std::size_t>(e)] == 1);
+          }
+      }
+    }
+  }
+  CHECK(walked > 100);
 }
 
 TEST_CASE("floors: the single-read bytes per element, and the two-pass model beside them") {

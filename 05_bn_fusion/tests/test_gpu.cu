@@ -208,13 +208,14 @@ TEST_SUITE("gpu") {
 }
 
 // More than 2^31 elements: 32-bit indexing would wrap. Run with `meson test -C build --suite large`.
-// Versions 2, 3 and 5 (v4 is v5 without its cache), both layouts; x, y and the mask take 18 GB.
+// Versions 2, 3, 5 and 6 (v4 is v5 without its cache), both layouts; x, y and the mask take 18 GB.
 TEST_SUITE("large") {
-  TEST_CASE("past 2^31 elements: bn_relu_f32 v2, v3 and v5" * tut::needs_gpu_memory(std::size_t{40} << 30)) {
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v2, v3, v5 and v6" * tut::needs_gpu_memory(std::size_t{40} << 30)) {
     auto p = bn_relu_f32();
     std::vector<tut::Version<ForwardInstance<float, false>>> keep;
     for (const auto& v : p.versions)
-      if (v.name == "v2_layout_aware" || v.name == "v3_single_read" || v.name == "v5_onchip_cache") keep.push_back(v);
+      if (v.name == "v2_layout_aware" || v.name == "v3_single_read" || v.name == "v5_onchip_cache" || v.name == "v6_balanced")
+        keep.push_back(v);
     p.versions = keep;
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }

@@ -84,7 +84,7 @@ TEST_CASE("v3: one kernel with the statistics' and the pass's 16-byte accesses, 
   }
 }
 
-TEST_CASE("v4 and v5: phase 3's loop loads 64 bytes per thread before its first store, and spills nothing" *
+TEST_CASE("v4 to v6: phase 3's loop loads 64 bytes per thread before its first store, and spills nothing" *
           doctest::skip(kNoCuobjdump)) {
   struct Form {
     std::string name;
@@ -98,7 +98,12 @@ TEST_CASE("v4 and v5: phase 3's loop loads 64 bytes per thread before its first 
                         Form{"bwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 2, 3> >", 4},  // 2 of dy, 2 of x
                         Form{"bwd_v4_own_packs_kernel<4, float, true, ch05::SmemCache<float, 2, 3> >", 4},
                         Form{"bwd_v4_own_packs_kernel<8, __half, false, ch05::SmemCache<__half, 2, 3> >", 4},
-                        Form{"bwd_v4_own_packs_kernel<4, float, false, ch05::NoCache<3> >", 4}}) {
+                        Form{"bwd_v4_own_packs_kernel<4, float, false, ch05::NoCache<3> >", 4},
+                        Form{"fwd_v6_balanced_kernel<4, float, false, ch05::SmemCache<float, 1, 3> >", 4},
+                        Form{"fwd_v6_balanced_kernel<4, float, true, ch05::SmemCache<float, 1, 3> >", 4},
+                        Form{"fwd_v6_balanced_kernel<8, __half, false, ch05::SmemCache<__half, 1, 3> >", 4},
+                        Form{"bwd_v6_balanced_kernel<4, float, false, ch05::SmemCache<float, 2, 3> >", 4},
+                        Form{"bwd_v6_balanced_kernel<8, __half, true, ch05::SmemCache<__half, 2, 2> >", 4}}) {
     const auto& k = kernel(f.name);
     INFO(k.name);
     // Among the loops that store 16-byte packs (y or dx), the one that issues the most 16-byte
