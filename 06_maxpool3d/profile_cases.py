@@ -52,12 +52,13 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 # (tag, problem, case text, version); a version named with a dot is a PyTorch peer. In the order the
 # lesson needs them, so that a run stopped by --budget keeps the most cited.
 PAIRS = [
-    ("bwd", B, STEM + " indices=int64", ["v0_scatter_atomic", "v4_tile_mask", "v1_gather", "v2_marked_gather",
+    ("bwd", B, STEM + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile", "v4_tile_mask",
                                          "aten.max_pool3d_with_indices_backward"]),
-    ("bwd_k8s1", B, K8S1 + " indices=compact", ["v0_scatter_atomic", "v4_tile_mask"]),
-    ("bwd_s1", B, S1 + " indices=compact", ["v0_scatter_atomic", "v4_tile_mask"]),
-    ("bwd_halve", B, HALVE + " indices=int64", ["v0_scatter_atomic", "v3_segment_writer"]),
-    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v0_scatter_atomic", "v3_segment_writer"]),
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile", "v4_tile_mask"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile"]),
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v0_scatter_atomic", "v5_chunk_writer", "v3_segment_writer",
+                                              "aten.max_pool3d_with_indices_backward"]),
+    ("bwd_halve", B, HALVE + " indices=int64", ["v0_scatter_atomic", "v3_segment_writer", "v5_chunk_writer"]),
     ("k4s4", F, K4S4, ["v2_interior_border", "v6_separable", "v8_wide_loads"]),
     ("k8on8", F, K8ON8, ["v2_interior_border", "v6_separable", "v8_wide_loads"]),
     ("k8s8", F, K8S8, ["v2_interior_border", "v8_wide_loads", "v3_shared_tile"]),
@@ -69,7 +70,7 @@ PAIRS = [
     ("halve", F, HALVE, ["v2_interior_border", "v3_shared_tile", "F.max_pool3d"]),
     ("small", F, SMALL, ["v2_interior_border", "v4_layout_ncdt", "v5_layout_dhw"]),
     ("stem_cl", F, STEM + " layout=NDHWC", ["v7_channels_last", "F.max_pool3d"]),
-    ("s1", F, S1, ["v1_unrolled", "v3_shared_tile"]),
+    ("s1", F, S1, ["v1_unrolled", "v3_shared_tile", "v6_separable"]),
 ]
 
 

@@ -16,6 +16,8 @@
 #include "kernels/bwd_v2_marked_gather.cuh"
 #include "kernels/bwd_v3_segment_writer.cuh"
 #include "kernels/bwd_v4_tile_mask.cuh"
+#include "kernels/bwd_v5_chunk_writer.cuh"
+#include "kernels/bwd_v6_staged_tile.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -246,7 +248,11 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v3_segment_writer<T>, bwd_v3_kernels<T>(), &bwd_v3_refuses<T>),
       backward_version<T>("v4_tile_mask", "deterministic, overlapping windows: a block marks its dx tile's chosen cells in shared memory, gathers those",
                           &bwd_v4_tile_mask<T>, {TUT_KERNEL(bwd_v4_tile_mask_kernel<T>)}, &bwd_v4_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v3 without overlap, v4 with, else v1",
+      backward_version<T>("v5_chunk_writer", "deterministic, windows that do not overlap: a thread per 16-byte chunk of dx, as a memset",
+                          &bwd_v5_chunk_writer<T>, bwd_v5_kernels<T>(), &bwd_v5_refuses<T>),
+      backward_version<T>("v6_staged_tile", "deterministic, overlapping windows: a tile's outputs staged in shared memory once, each cell gathers there",
+                          &bwd_v6_staged_tile<T>, {TUT_KERNEL(bwd_v6_staged_tile_kernel<T>)}, &bwd_v6_refuses<T>),
+      backward_version<T>("auto", "the deterministic backward a user calls: v3 or v5 without overlap, v6 with, else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

@@ -39,4 +39,27 @@ __device__ __forceinline__ int saved_cell(const BackwardArgs<T>& a, std::int64_t
   return a.w.compact8() ? a.offset8[o] : a.offset16[o];
 }
 
+// The same, on the host too (the kernels of v5 and v6 run in the CPU tests as well).
+template <class T>
+TUT_HD inline int saved_window_cell(const BackwardArgs<T>& a, std::int64_t o) {
+  return a.w.compact8() ? a.offset8[o] : a.offset16[o];
+}
+
+// Along an axis, the output whose segment [o*s - p, (o+1)*s - p) holds cell x: floor((x + p) / s),
+// the last output for cells past the last window. It is also the last output whose window can
+// cover x.
+TUT_HD inline int owning_output(int x, int p, int out, const FastDiv& by_s) {
+  const int o = static_cast<int>(by_s.div(static_cast<std::uint32_t>(x + p)));
+  return o < out - 1 ? o : out - 1;
+}
+
+// Cell x's place along an axis in output o's window (what compact indices are built from), or -1
+// when x is not one of its cells: before it, in the gap after it, or between dilated cells.
+TUT_HD inline int place_in_window(int x, int o, int k, int s, int p, int dil) {
+  const int r = x + p - o * s;
+  if (dil == 1) return r >= 0 && r < k ? r : -1;
+  if (r < 0 || r % dil != 0 || r / dil >= k) return -1;
+  return r / dil;
+}
+
 }  // namespace ch06

@@ -2,6 +2,7 @@
 // the CPU tests can check which version each case gets; and what v4 refuses.
 #pragma once
 
+#include "kernels/bwd_v6_staged_tile.cuh"  // bwd_v6_refuses
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -16,22 +17,30 @@ inline std::string tile_mask_refuses(const Window& w) {
   return {};
 }
 
-enum class BwdPick { v1_gather, v3_segment_writer, v4_tile_mask };
+enum class BwdPick { v1_gather, v3_segment_writer, v5_chunk_writer, v6_staged_tile };
 
 inline const char* bwd_pick_name(BwdPick p) {
   switch (p) {
     case BwdPick::v3_segment_writer: return "v3_segment_writer";
-    case BwdPick::v4_tile_mask: return "v4_tile_mask";
+    case BwdPick::v5_chunk_writer: return "v5_chunk_writer";
+    case BwdPick::v6_staged_tile: return "v6_staged_tile";
     default: return "v1_gather";
   }
 }
 
-//   1. windows that do not overlap: v3, each output writes its segment of dx;
-//   2. overlapping windows that v4 takes (undilated, at most 64 covering outputs over D and H): v4;
+//   1. windows that do not overlap: each output owns a segment of s0 * s1 * s2 cells. Small
+//      segments (fewer than 64 cells, kernel 2 stride 2 in the suite): v3, a thread per output's
+//      piece of a slice, one index read for several stores. Larger ones (kernel 8 stride 8): v5,
+//      a thread per 16-byte chunk of dx, which writes like a memset where v3's threads wrote 8
+//      rows each, one after another;
+//   2. overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H, a
+//      tile that fits its shared memory): v6;
 //   3. anything else: v1.
 inline BwdPick bwd_pick(const Window& w) {
-  if (windows_disjoint(w) && plane_fits_32_bits(w)) return BwdPick::v3_segment_writer;
-  if (tile_mask_refuses(w).empty()) return BwdPick::v4_tile_mask;
+  if (windows_disjoint(w) && plane_fits_32_bits(w))
+    return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v5_chunk_writer
+                                                                      : BwdPick::v3_segment_writer;
+  if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
   return BwdPick::v1_gather;
 }
 

@@ -7,6 +7,8 @@
 #include "cases.hpp"
 #include "kernels/bwd.cuh"
 #include "kernels/bwd_auto_rule.cuh"
+#include "kernels/bwd_v5_chunk_writer.cuh"
+#include "kernels/bwd_v6_staged_tile.cuh"
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
@@ -15,6 +17,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -319,7 +323,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for large overlapping ones and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for large or stride-1 overlapping ones and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -337,27 +341,197 @@ TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for l
   CHECK(pick({8, 64, 16, 56, 56}, params({3}, {2}, {1})) == AutoPick::v2_interior_border);
   CHECK(pick({8, 64, 16, 56, 56}, cl({3}, {2}, {1})) == AutoPick::v7_channels_last);
   CHECK(pick({1, 1, 320, 320, 320}, cl({3}, {2}, {1})) == AutoPick::v2_interior_border);     // C = 1
-  CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1})) == AutoPick::v2_interior_border);    // 27 cells
+  CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1})) == AutoPick::v6_separable);          // 27 cells, overlap 27
+  CHECK(pick({4, 32, 32, 64, 64}, cl({3}, {1}, {1})) == AutoPick::v7_channels_last);         // NDHWC: v7 below 256
+  CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v3 where windows do not overlap, v4 where they do (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v3 or v5 where windows do not overlap, v6 where they do (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
-  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v3_segment_writer);
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v3_segment_writer);
-  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v3_segment_writer);      // gaps between windows
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v3_segment_writer);   // 8 cells per output
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v5_chunk_writer);       // 512
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v5_chunk_writer);      // 64
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v3_segment_writer);      // gaps between windows, 27
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v3_segment_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v4_tile_mask);     // 2 x 2 x 2 covering outputs
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v4_tile_mask);
-  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v4_tile_mask);     // 27
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v4_tile_mask);          // 512: 64 (D, H) pairs
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v6_staged_tile);   // 2 x 2 x 2 covering outputs
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v6_staged_tile);
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v6_staged_tile);   // 27
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v6_staged_tile);        // 512: 64 (D, H) pairs
   CHECK(pick({1, 2, 40, 40, 40}, idx({9}, {1})) == BwdPick::v1_gather);              // 81 (D, H) pairs
   CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {1}, {1}, {2})) == BwdPick::v1_gather);   // dilated, overlapping
   CHECK(ch06::windows_disjoint(win({1, 1, 1, 1, 1}, idx({1}, {1}))));
+  // Every case of the suite gets a version that takes it.
+  for (const auto& c : ch06::backward_suite()) {
+    const auto w = ch06::window_of_case(c);
+    INFO(c.name);
+    CHECK(ch06::bwd_pick(w) != BwdPick::v1_gather);
+  }
+}
+
+namespace {
+// A backward case on the host: the forward's index (the reference's cells, in the case's format),
+// dy drawn as non-integer values so that the order of the additions shows in the bits, and dx as
+// v1 sums it: each input's dy in ascending output order, which is (od, oh, ow) ascending.
+struct HostBackward {
+  ch06::Window w;
+  std::vector<float> dy, dx_v1, dx;
+  std::vector<std::int64_t> index;
+  std::vector<std::uint8_t> offset8;
+  std::vector<std::int16_t> offset16;
+  explicit HostBackward(const tut::Case& c) : w(ch06::window_of_case(c)) {
+    const tut::Random rng(20261126);
+    const auto spec = tut::InputSpec::whole_numbers(-3, 3).with_specials();  // many ties, some NaN
+    const auto n = static_cast<std::uint64_t>(w.in_numel());
+    const auto at = [&](std::int64_t e) { return rng.value<float>(static_cast<std::uint64_t>(e), n, spec); };
+    const auto outs = static_cast<std::size_t>(w.out_numel());
+    dy.resize(outs);
+    dx_v1.assign(static_cast<std::size_t>(w.in_numel()), 0.0f);
+    if (w.indices == ch06::IndexFormat::int64) index.resize(outs);
+    else if (w.compact8()) offset8.resize(outs);
+    else offset16.resize(outs);
+    for (std::size_t o = 0; o < outs; ++o) {
+      const auto q = ch06::out_pos(w, static_cast<std::int64_t>(o));
+      const int cell = ch06::window_max(w, q.n, q.c, q.od, q.oh, q.ow, at).cell;
+      const std::int64_t flat = w.flat_index(q.od, q.oh, q.ow, cell);
+      if (!index.empty()) index[o] = flat;
+      if (!offset8.empty()) offset8[o] = static_cast<std::uint8_t>(cell);
+      if (!offset16.empty()) offset16[o] = static_cast<std::int16_t>(cell);
+      dy[o] = static_cast<float>(rng.unit(o + n) * 2.0 - 1.0) * 1.0e-3f * static_cast<float>(1 + o % 1000);
+      dx_v1[static_cast<std::size_t>(ch06::in_element(w, q.n, q.c, flat))] += dy[o];
+    }
+    dx.assign(dx_v1.size(), std::numeric_limits<float>::quiet_NaN());  // poison: unwritten elements show
+  }
+  ch06::BackwardArgs<float> args() {
+    ch06::BackwardArgs<float> a;
+    a.w = w;
+    a.dy = dy.data();
+    a.index = index.empty() ? nullptr : index.data();
+    a.offset8 = offset8.empty() ? nullptr : offset8.data();
+    a.offset16 = offset16.empty() ? nullptr : offset16.data();
+    a.dx = dx.data();
+    return a;
+  }
+  bool same_bits() const { return std::memcmp(dx.data(), dx_v1.data(), dx.size() * sizeof(float)) == 0; }
+};
+
+// The cases the host runs of the backward kernels: the GPU tests' backward cases, and larger volumes
+// with several tiles per plane, partial channel tiles and every index format.
+std::vector<tut::Case> host_backward_cases() {
+  auto cases = ch06::test_cases::backward_cases();
+  const std::vector<ch06::Spec> more = {
+      {{1, 2, 20, 40, 70}, {3}, {2}, {1}},  {{1, 2, 20, 40, 70}, {3}, {1}, {1}}, {{1, 2, 19, 37, 45}, {5}, {2}, {2}},
+      {{1, 1, 24, 24, 40}, {8}, {1}, {0}},  {{2, 20, 7, 9, 11}, {3}, {2}, {1}},  {{1, 40, 9, 9, 9}, {3}, {1}, {1}},
+      {{2, 3, 13, 17, 33}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}}, {{1, 2, 16, 16, 24}, {8}, {8}, {0}},
+      {{2, 12, 9, 10, 12}, {2}, {2}, {0}},  {{1, 3, 15, 20, 33}, {2}, {3}, {1}},
+  };
+  for (ch06::Spec s : more)
+    for (const char* layout : {"NCDHW", "NDHWC"})
+      for (const char* idx : {"int64", "compact"}) {
+        s.layout = layout;
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, true));
+      }
+  return cases;
+}
+}  // namespace
+
+TEST_CASE("bwd v5's chunks, run on the host: every dx element written once, v1's bits") {
+  int ran = 0;
+  for (const auto& c : host_backward_cases()) {
+    HostBackward hb(c);
+    if (!ch06::bwd_v5_refuses<float>(hb.w).empty()) continue;
+    INFO(c.name);
+    ++ran;
+    auto a = hb.args();
+    const int V = ch06::bwd_v5_pack(a);
+    const auto ca = ch06::chunk_args<float>(hb.w, V);
+    const auto chunk = [&](auto v, std::int64_t i) {
+      ch06::ChunkJob<decltype(v)::value, float> job;
+      ch06::load_chunk(a, ca, i, job);
+      ch06::store_chunk(job);
+    };
+    for (std::int64_t i = 0; i < ca.chunks; ++i) {
+      if (V == 4) chunk(std::integral_constant<int, 4>{}, i);
+      else if (V == 2) chunk(std::integral_constant<int, 2>{}, i);
+      else chunk(std::integral_constant<int, 1>{}, i);
+    }
+    CHECK(hb.same_bits());
+  }
+  CHECK(ran >= 10);
+}
+
+TEST_CASE("bwd v6's columns, run on the host step by step: v1's bits, the masks clear after every column") {
+  // Each case twice: with the tiling the kernel gets, and with one that asks for a single column, so
+  // that small cases walk columns of several tiles too.
+  int ran = 0, walked = 0;
+  for (const auto& c : host_backward_cases())
+   for (const std::int64_t columns_wanted : {ch06::kStagedColumnsWanted, std::int64_t{1}}) {
+    HostBackward hb(c);
+    if (!ch06::bwd_v6_refuses<float>(hb.w).empty()) continue;
+    INFO(c.name);
+    INFO(columns_wanted);
+    ++ran;
+    ch06::StagedTile st;
+    REQUIRE(ch06::staged_tile(hb.w, st, columns_wanted));
+    CHECK(st.shared_bytes() <= ch06::kStagedMaxSmem);
+    walked += st.L > 1;
+    const auto a = hb.args();
+    std::vector<unsigned> mask(static_cast<std::size_t>(2 * st.cells * st.words), 0u);
+    std::vector<float> dy_of(static_cast<std::size_t>(st.R * st.slice));
+    std::vector<unsigned short> cell_of(static_cast<std::size_t>(st.R * st.slice));
+    std::vector<unsigned short> list(static_cast<std::size_t>(st.cells));
+    int dirty = 0, overfull = 0;
+    for (std::int64_t plane = 0; plane < st.planes; ++plane)
+      for (std::uint32_t within = 0; within < st.per_plane; ++within) {
+        const auto col = ch06::column_at(hb.w, st, plane, within);
+        int last_hi0 = -1;
+        for (int j = col.j0; j < col.j1; ++j) {
+          const auto sp = ch06::step_at(hb.w, st, col, j, last_hi0);
+          last_hi0 = sp.hi0;
+          // The kernel's three steps, its threads one after another (a barrier between the steps).
+          for (int tid = 0; tid < ch06::kStagedBlock; ++tid)
+            ch06::stage_thread(a, st, col, sp, tid, mask.data(), cell_of.data(), dy_of.data());
+          unsigned listed = 0;
+          for (int tid = 0; tid < ch06::kStagedBlock; ++tid)
+            ch06::zero_or_list_thread(a, st, col, sp, tid, mask.data(), list.data(), &listed);
+          overfull += listed > static_cast<unsigned>(st.cells);
+          for (unsigned k = 0; k < listed; ++k)
+            ch06::gather_listed(a, st, col, sp, list[k], mask.data(), cell_of.data(), dy_of.data());
+        }
+        for (unsigned m : mask) dirty += m != 0u;
+      }
+    CHECK(dirty == 0);
+    CHECK(overfull == 0);
+    CHECK(hb.same_bits());
+  }
+  CHECK(ran >= 20);
+  CHECK(walked >= 5);  // columns of several tiles, where the ring and the next tile's mask matter
+}
+
+TEST_CASE("bwd v6's tiling: the stem pooling's and kernel 8 stride 1's columns, and what it refuses") {
+  ch06::StagedTile st;
+  const auto idx = [](List k, List s, List p = {0}, std::string layout = "NCDHW") {
+    return params(k, s, p, {1}, 0, layout, "int64");
+  };
+  REQUIRE(ch06::staged_tile(win({8, 64, 16, 56, 56}, idx({3}, {2}, {1})), st));
+  CHECK(st.words == 1);   // 2 x 2 (D, H) slots
+  CHECK(st.T[2] >= 16);   // rows of whole sectors
+  CHECK(st.cells <= ch06::kStagedMaxCells);
+  REQUIRE(ch06::staged_tile(win({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, "NDHWC")), st));
+  CHECK(st.cl);
+  CHECK(st.CT >= 8);
+  REQUIRE(ch06::staged_tile(win({1, 16, 64, 64, 64}, idx({8}, {1})), st));
+  CHECK(st.words == 2);   // 8 x 8 (D, H) slots
+  CHECK(st.shared_bytes() <= ch06::kStagedMaxSmem);
+  CHECK(st.L > 1);        // the halo along D staged once per column of tiles
+  CHECK(st.T[0] >= 7);    // a window reaches one tile down at most
+  CHECK_FALSE(ch06::bwd_v6_refuses<float>(win({1, 2, 40, 40, 40}, idx({9}, {1}))).empty());  // 81 slots
+  CHECK_FALSE(ch06::bwd_v6_refuses<float>(win({2, 3, 11, 12, 13}, params({3}, {1}, {1}, {2}, 0, "NCDHW", "int64"))).empty());
 }
 
 TEST_CASE("launchers refuse bad arguments before any launch") {

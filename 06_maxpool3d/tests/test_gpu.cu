@@ -126,7 +126,9 @@ TEST_SUITE("gpu") {
         const auto w = ch06::window_of_case(c);
         for (const auto& v : ch06::maxpool3d_backward_f32().versions) {
           const bool refused = (v.name == "v3_segment_writer" && !ch06::bwd_v3_refuses<float>(w).empty()) ||
-                               (v.name == "v4_tile_mask" && !ch06::bwd_v4_refuses<float>(w).empty());
+                               (v.name == "v4_tile_mask" && !ch06::bwd_v4_refuses<float>(w).empty()) ||
+                               (v.name == "v5_chunk_writer" && !ch06::bwd_v5_refuses<float>(w).empty()) ||
+                               (v.name == "v6_staged_tile" && !ch06::bwd_v6_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -137,8 +139,8 @@ TEST_SUITE("gpu") {
   TEST_CASE("the deterministic backwards give the same bits on every run; the scatter's need not" * tut::needs_gpu()) {
     // Overlapping windows, so that many outputs name the same input (up to 8 for kernel 3 stride 2,
     // 27 for kernel 3 stride 1, 512 for kernel 8 stride 1) and the scatter's atomics collide; dy is
-    // overwritten with non-integer values, whose sums depend on the order of the additions. v1, v2
-    // and v4 add in the same order (od, then oh, then ow ascending): the same bits, run after run.
+    // overwritten with non-integer values, whose sums depend on the order of the additions. v1, v2,
+    // v4 and v6 add in the same order (od, then oh, then ow ascending): the same bits, run after run.
     const auto& bwd = ch06::maxpool3d_backward_f32();
     const std::vector<ch06::Spec> setups = {
         {{4, 16, 12, 20, 20}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
@@ -168,7 +170,7 @@ TEST_SUITE("gpu") {
         return out;
       };
       std::map<std::string, std::vector<unsigned char>> first;
-      for (const char* name : {"v1_gather", "v2_marked_gather", "v4_tile_mask", "auto"}) {
+      for (const char* name : {"v1_gather", "v2_marked_gather", "v4_tile_mask", "v6_staged_tile", "auto"}) {
         first[name] = run(name);
         int differs = 0;
         for (int r = 0; r < runs; ++r) differs += run(name) != first[name];
@@ -177,7 +179,8 @@ TEST_SUITE("gpu") {
       }
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
-      CHECK(first["auto"] == first["v4_tile_mask"]);           // auto takes v4 on overlapping windows
+      CHECK(first["v6_staged_tile"] == first["v1_gather"]);
+      CHECK(first["auto"] == first["v6_staged_tile"]);         // auto takes v6 on overlapping windows
       const auto scatter_first = run("v0_scatter_atomic");
       int scatter_differs = 0;
       for (int r = 0; r < runs; ++r) scatter_differs += run("v0_scatter_atomic") != scatter_first;

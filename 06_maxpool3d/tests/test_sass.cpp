@@ -83,7 +83,8 @@ TEST_CASE("no local-memory spills in the unrolled, tiled, separable, channels-la
                            "fwd_v6_pass_kernel<false, false, float>", "fwd_v6_last_pass_kernel<false, float>", "fwd_v7_channels_last_kernel<4, float>",
                            "bwd_v0_scatter_atomic_kernel<float>", "bwd_v1_gather_kernel<false, float>",
                            "bwd_v3_segments_ncdhw_kernel<4, float>", "bwd_v3_segments_ndhwc_kernel<4, float>",
-                           "bwd_v4_tile_mask_kernel<float>", "fwd_v8_ncdhw_kernel<4, float>",
+                           "bwd_v4_tile_mask_kernel<float>", "bwd_v5_chunk_writer_kernel<4, float>",
+                           "bwd_v6_staged_tile_kernel<float>", "fwd_v8_ncdhw_kernel<4, float>",
                            "fwd_v8_ndhwc_kernel<4, float>"}) {
     const auto& kk = kernel(name);
     INFO(kk.name);
@@ -144,4 +145,22 @@ TEST_CASE("v3 and v4 write dx without global atomics; v4 marks in shared memory;
   CHECK(tut::count_opcode(tile, "BAR") >= 3);
   CHECK(tut::count_memory_ops(kernel("bwd_v3_segments_ncdhw_kernel<4, float>"), "STG", 128) >= 1);
   CHECK(tut::count_memory_ops(kernel("bwd_v3_segments_ndhwc_kernel<4, float>"), "STG", 128) >= 1);
+}
+
+TEST_CASE("v5 stores 16 bytes per thread and v6 marks in shared memory; neither has a global atomic" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v5_chunk_writer_kernel<4, float>", "bwd_v6_staged_tile_kernel<float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOMG") == 0);
+  }
+  // One 16-byte store per layout's path (NCDHW rows, NDHWC channels).
+  CHECK(tut::count_memory_ops(kernel("bwd_v5_chunk_writer_kernel<4, float>"), "STG", 128) == 2);
+  const auto& staged = kernel("bwd_v6_staged_tile_kernel<float>");
+  CHECK(tut::count_opcode(staged, "ATOMS.OR") >= 1);   // the marks
+  CHECK(tut::count_opcode(staged, "BAR") >= 3);        // stage | zero or list | gather the listed
+  CHECK(tut::count_opcode(staged, "VOTE") >= 1);       // the list: one shared atomic per warp
+  // v4 divided its tile number in 64 bits at every tile (calls to the division routine); v6 adds.
+  CHECK(tut::count_opcode(staged, "CALL") == 0);
+  CHECK(tut::count_opcode(kernel("bwd_v4_tile_mask_kernel<float>"), "CALL") >= 1);
 }
