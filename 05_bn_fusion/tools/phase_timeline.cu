@@ -1,0 +1,471 @@
+// The timeline behind versions 4 to 6 (results/NVIDIA_H100_80GB_HBM3.phases.txt): when each block of
+// the cooperative kernels leaves each phase. The probe kernels below are the kernels' bodies (the
+// same device functions, in the same order) with a timestamp (%globaltimer, after a __syncthreads)
+// between the phases; each is timed with events over 9 launches, the L2 flushed by a read of 128 MiB
+// before each, and the median launch's stamps are printed: the earliest and the latest block at the
+// start, at the end of phase 1, out of the first grid barrier, at the end of phase 2, out of the
+// second barrier, and at the end. Inputs are synthetic (a hash of the index); nothing is checked:
+// the GPU tests check the kernels themselves. Needs a GPU:
+//   build/phase_timeline > results/<gpu>.phases.txt
+#include "kernels/bwd_v5_onchip_cache.cuh"
+#include "kernels/fwd_v5_onchip_cache.cuh"
+#include "kernels/bwd_v6_balanced.cuh"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace ch05;
+
+__device__ unsigned long long g_t[6][4096];
+__device__ __forceinline__ unsigned long long gtime() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define STAMP(k)                                   \
+  do {                                             \
+    __syncthreads();                               \
+    if (threadIdx.x == 0) g_t[k][blockIdx.x] = gtime(); \
+  } while (0)
+
+template <int V, class T, bool kAdd, class Cache>
+__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
+    probe_fwd(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan, ChannelMap map, std::int64_t main_end,
+              std::int64_t tail_first, int cache_slots) {
+  __shared__ Welford smem[kBlock * V];
+  extern __shared__ uint4 ch05_onchip[];
+  const Cache cache(ch05_onchip, cache_slots);
+  cg::grid_group grid = cg::this_grid();
+  STAMP(0);
+  own_partials<WelfordStreams<V, T>>(
+      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
+      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
+      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  STAMP(1);
+  grid.sync();
+  STAMP(2);
+  own_merge(partials, a.s.C, plan.slots, smem,
+            [&](std::int64_t c, Welford total) { finish_forward_channel(a, p, static_cast<int>(c), total); });
+  STAMP(3);
+  grid.sync();
+  STAMP(4);
+  if (blockIdx.x == gridDim.x - 1 && threadIdx.x < 32)
+    fwd_apply_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
+  fwd_own_pass<V, T, kAdd>(a, p, plan, cache, main_end);
+  STAMP(5);
+}
+
+template <int V, class T, bool kAdd, class Cache>
+__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
+    probe_bwd(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan, ChannelMap map, std::int64_t tail_first,
+              int cache_slots) {
+  __shared__ GradSums smem[kBlock * V];
+  extern __shared__ uint4 ch05_onchip[];
+  const Cache cache(ch05_onchip, cache_slots);
+  cg::grid_group grid = cg::this_grid();
+  using Op = GradStreams<V, T>;
+  STAMP(0);
+  own_partials<Op>(
+      a.s, plan, partials, smem,
+      [&](const OwnItem& w) {
+        Op op(a.dy, a.x, a.mask);
+        if (w.active) {
+          int ch[V];
+          own_channels<V>(a.s, w, ch);
+          for (int k = 0; k < V; ++k) op.mu[k] = a.saved_mean[ch[k]];
+        }
+        return op;
+      },
+      [&](std::int64_t slot, const typename Op::Data& d) {
+        float g[V];
+        for (int k = 0; k < V; ++k) g[k] = ((d.bits >> k) & 1u) ? d.dy[k] : 0.0f;
+        cache.keep(slot, 0, repack<V, T>(g));
+        cache.keep(slot, 1, repack<V, T>(d.x));
+      },
+      [&](std::int64_t e, std::int64_t c) { return grad_of(a, e, c); });
+  STAMP(1);
+  grid.sync();
+  STAMP(2);
+  own_merge(partials, a.s.C, plan.slots, smem,
+            [&](std::int64_t c, GradSums total) { finish_backward_channel(a, p, static_cast<int>(c), total); });
+  STAMP(3);
+  grid.sync();
+  STAMP(4);
+  if (blockIdx.x == gridDim.x - 1 && threadIdx.x < 32)
+    bwd_apply_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
+  bwd_own_pass<V, T, kAdd>(a, p, plan, cache);
+  STAMP(5);
+}
+
+__global__ void flush_read(const float4* p, std::int64_t n, float* sink) {
+  float acc = 0;
+  for (std::int64_t i = blockIdx.x * (std::int64_t)blockDim.x + threadIdx.x; i < n; i += (std::int64_t)gridDim.x * blockDim.x) {
+    const float4 v = p[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 12345.678f) *sink = acc;
+}
+inline void flush_l2(char* buf) { flush_read<<<1056, 512>>>(reinterpret_cast<const float4*>(buf), (128 << 20) / 16, reinterpret_cast<float*>(buf)); }
+
+template <int V, class T, bool kAdd, class Cache>
+__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
+    probe_fwd6(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan, ChannelMap map, std::int64_t main_end,
+               std::int64_t tail_first, int cache_slots, TicketPlan tp, unsigned long long* queues) {
+  __shared__ Welford smem[kBlock * V];
+  extern __shared__ uint4 ch05_onchip[];
+  const Cache cache(ch05_onchip, cache_slots);
+  cg::grid_group grid = cg::this_grid();
+  if (blockIdx.x == 0 && threadIdx.x < kWarps) queues[threadIdx.x] = 0;
+  STAMP(0);
+  own_partials<WelfordStreams<V, T>>(
+      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
+      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
+      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  STAMP(1);
+  grid.sync();
+  STAMP(2);
+  batched_merge(
+      partials, a.s.C, plan.slots, smem, [&](std::int64_t c) { return fwd_channel_in(a, c); },
+      [&](std::int64_t c, Welford total, const FwdChannelIn& in) { finish_forward_channel(a, p, static_cast<int>(c), total, in); });
+  STAMP(3);
+  grid.sync();
+  STAMP(4);
+  if (blockIdx.x == gridDim.x - 1 && threadIdx.x < 32)
+    fwd_apply_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
+  fwd_balanced_pass<V, T, kAdd>(a, p, plan, cache, main_end, tp, queues);
+  STAMP(5);
+}
+
+template <int V, class T, bool kAdd, class Cache>
+__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
+    probe_bwd6(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan, ChannelMap map, std::int64_t tail_first,
+               int cache_slots, TicketPlan tp, unsigned long long* queues) {
+  __shared__ GradSums smem[kBlock * V];
+  extern __shared__ uint4 ch05_onchip[];
+  const Cache cache(ch05_onchip, cache_slots);
+  cg::grid_group grid = cg::this_grid();
+  if (blockIdx.x == 0 && threadIdx.x < kWarps) queues[threadIdx.x] = 0;
+  using Op = GradStreams<V, T>;
+  STAMP(0);
+  own_partials<Op>(
+      a.s, plan, partials, smem,
+      [&](const OwnItem& w) {
+        Op op(a.dy, a.x, a.mask);
+        if (w.active) {
+          int ch[V];
+          own_channels<V>(a.s, w, ch);
+          for (int k = 0; k < V; ++k) op.mu[k] = a.saved_mean[ch[k]];
+        }
+        return op;
+      },
+      [&](std::int64_t slot, const typename Op::Data& d) {
+        float g[V];
+        for (int k = 0; k < V; ++k) g[k] = ((d.bits >> k) & 1u) ? d.dy[k] : 0.0f;
+        cache.keep(slot, 0, repack<V, T>(g));
+        cache.keep(slot, 1, repack<V, T>(d.x));
+      },
+      [&](std::int64_t e, std::int64_t c) { return grad_of(a, e, c); });
+  STAMP(1);
+  grid.sync();
+  STAMP(2);
+  batched_merge(
+      partials, a.s.C, plan.slots, smem, [&](std::int64_t c) { return bwd_channel_in(a, c); },
+      [&](std::int64_t c, GradSums total, const BwdChannelIn& in) { finish_backward_channel(a, p, static_cast<int>(c), total, in); });
+  STAMP(3);
+  grid.sync();
+  STAMP(4);
+  if (blockIdx.x == gridDim.x - 1 && threadIdx.x < 32)
+    bwd_apply_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
+  bwd_balanced_pass<V, T, kAdd>(a, p, plan, cache, tp, queues);
+  STAMP(5);
+}
+
+template <class T>
+__global__ void fill(T* x, std::int64_t n, float lo, float hi, unsigned seed) {
+  for (std::int64_t i = blockIdx.x * (std::int64_t)blockDim.x + threadIdx.x; i < n; i += (std::int64_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 0x2c1b3c6du; h ^= h >> 12; h *= 0x297a2d39u; h ^= h >> 15;
+    x[i] = (T)(lo + (hi - lo) * (h * (1.0f / 4294967296.0f)));
+  }
+}
+
+void report(const char* what, float ms, int grid) {
+  std::vector<unsigned long long> t(6 * 4096);
+  TUT_CUDA(cudaMemcpyFromSymbol(t.data(), g_t, sizeof(unsigned long long) * 6 * 4096));
+  auto col = [&](int k) { return std::vector<unsigned long long>(t.begin() + k * 4096, t.begin() + k * 4096 + grid); };
+  const auto t0 = col(0);
+  const unsigned long long T0 = *std::min_element(t0.begin(), t0.end());
+  auto mn = [&](int k) { auto c = col(k); return (*std::min_element(c.begin(), c.end()) - T0) / 1000.0; };
+  auto mx = [&](int k) { auto c = col(k); return (*std::max_element(c.begin(), c.end()) - T0) / 1000.0; };
+  std::printf("%-44s %8.1f us | start %.1f-%.1f | p1 end %.1f-%.1f | sync1 out %.1f-%.1f | p2 end %.1f-%.1f | sync2 out %.1f-%.1f | end %.1f-%.1f\n",
+              what, ms * 1000, mn(0), mx(0), mn(1), mx(1), mn(2), mx(2), mn(3), mx(3), mn(4), mx(4), mn(5), mx(5));
+}
+
+template <class T>
+struct Buffers {
+  std::int64_t n, C;
+  T *x, *y, *dy, *dx, *r;
+  Word* mask;
+  float *gamma, *beta, *rm, *rv, *sm, *si, *dg, *db;
+  void* ws;
+  char* flush;
+  Buffers(std::int64_t n_, std::int64_t C_) : n(n_), C(C_) {
+    TUT_CUDA(cudaMalloc(&x, n * sizeof(T)));
+    TUT_CUDA(cudaMalloc(&y, n * sizeof(T)));
+    TUT_CUDA(cudaMalloc(&dy, n * sizeof(T)));
+    TUT_CUDA(cudaMalloc(&dx, n * sizeof(T)));
+    TUT_CUDA(cudaMalloc(&mask, (n / 32 + 1) * 4));
+    float** f[] = {&gamma, &beta, &rm, &rv, &sm, &si, &dg, &db};
+    for (auto p : f) TUT_CUDA(cudaMalloc(p, C * sizeof(float)));
+    TUT_CUDA(cudaMalloc(&ws, 64 << 20));
+    TUT_CUDA(cudaMemset(ws, 0, 64 << 20));
+    TUT_CUDA(cudaMalloc(&flush, 200 << 20));
+    TUT_CUDA(cudaMemset(flush, 0, 200 << 20));
+    fill<<<1024, 256>>>(x, n, -3, 3, 1);
+    fill<<<1024, 256>>>(dy, n, -1, 1, 2);
+    fill<<<1024, 256>>>(mask, n / 32 + 1, 0, 4e9f, 3);
+    fill<<<64, 256>>>(gamma, C, 0.5, 1.5, 4);
+    fill<<<64, 256>>>(beta, C, -0.5, 0.5, 5);
+    fill<<<64, 256>>>(rm, C, -1, 1, 6);
+    fill<<<64, 256>>>(rv, C, 0.5, 2, 7);
+    fill<<<64, 256>>>(sm, C, -0.1, 0.1, 8);
+    fill<<<64, 256>>>(si, C, 0.5, 0.6, 9);
+    TUT_CUDA(cudaDeviceSynchronize());
+  }
+};
+
+template <class T>
+void run_v3(const char* name, Buffers<T>& b, Shape4 s, bool fwd, bool flush = true) {
+  FwdArgs<T> a;
+  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
+  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  BwdArgs<T> g;
+  g.s = s; g.dy = b.dy; g.x = b.x; g.gamma = b.gamma; g.saved_mean = b.sm; g.saved_invstd = b.si; g.mask = b.mask;
+  g.dx = b.dx; g.dgamma = b.dg; g.dbeta = b.db;
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 9; ++rep) {
+    if (flush) flush_l2(b.flush);
+    cudaEventRecord(e0);
+    if (fwd) fwd_v3_single_read<T, false>(nullptr, a, b.ws);
+    else bwd_v3_single_read<T, false>(nullptr, g, b.ws);
+    cudaEventRecord(e1);
+    TUT_CUDA(cudaEventSynchronize(e1));
+    float m;
+    cudaEventElapsedTime(&m, e0, e1);
+    ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("%-44s %8.1f us\n", name, ms[ms.size() / 2] * 1000);
+}
+
+template <int V, class T, bool kAdd, class Cache>
+void run_fwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
+  FwdArgs<T> a;
+  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
+  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd<V, T, kAdd, Cache>);
+  const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  const int grid = own_grid<Cache>(kernel, dyn, name);
+  V3Plan plan = v3_plan(s, V, grid);
+  const Scratch sc(s.C, v3_partial_bytes(s, V, sizeof(Welford)), 0);
+  ChannelParams p = sc.params_at(b.ws);
+  Welford* partials = sc.partials_at<Welford>(b.ws);
+  ChannelMap map(s);
+  std::int64_t main_end = own_main_end(s, V);
+  std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : main_end * plan.nhwc.L;
+  void* args[] = {&a, &p, &partials, &plan, &map, &main_end, &tail_first, &slots};
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 9; ++rep) {
+    if (flush) flush_l2(b.flush);
+    cudaEventRecord(e0);
+    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
+    cudaEventRecord(e1);
+    TUT_CUDA(cudaEventSynchronize(e1));
+    float m;
+    cudaEventElapsedTime(&m, e0, e1);
+    ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
+  report(buf, ms[ms.size() / 2], grid);
+}
+
+template <int V, class T, bool kAdd, class Cache>
+void run_bwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
+  BwdArgs<T> a;
+  a.s = s; a.dy = b.dy; a.x = b.x; a.gamma = b.gamma; a.saved_mean = b.sm; a.saved_invstd = b.si; a.mask = b.mask;
+  a.dx = b.dx; a.dgamma = b.dg; a.dbeta = b.db;
+  const void* kernel = reinterpret_cast<const void*>(&probe_bwd<V, T, kAdd, Cache>);
+  const std::size_t dyn = static_cast<std::size_t>(slots) * 32 * kBlock;
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  const int grid = own_grid<Cache>(kernel, dyn, name);
+  V3Plan plan = v3_plan(s, V, grid);
+  const Scratch sc(s.C, v3_partial_bytes(s, V, sizeof(GradSums)), 0);
+  ChannelParams p = sc.params_at(b.ws);
+  GradSums* partials = sc.partials_at<GradSums>(b.ws);
+  ChannelMap map(s);
+  std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : plan.nhwc.q_full * V;
+  void* args[] = {&a, &p, &partials, &plan, &map, &tail_first, &slots};
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 9; ++rep) {
+    if (flush) flush_l2(b.flush);
+    cudaEventRecord(e0);
+    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
+    cudaEventRecord(e1);
+    TUT_CUDA(cudaEventSynchronize(e1));
+    float m;
+    cudaEventElapsedTime(&m, e0, e1);
+    ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
+  report(buf, ms[ms.size() / 2], grid);
+}
+
+template <int V, class T, bool kAdd, class Cache>
+void run_fwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
+  FwdArgs<T> a;
+  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
+  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd6<V, T, kAdd, Cache>);
+  const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  const int grid = own_grid<Cache>(kernel, dyn, name);
+  V3Plan plan = v3_plan(s, V, grid);
+  const Scratch sc = v6_scratch<T, Welford>(s);
+  ChannelParams p = sc.params_at(b.ws);
+  Welford* partials = sc.partials_at<Welford>(b.ws);
+  auto* queues = static_cast<unsigned long long*>(sc.buffer_at(b.ws));
+  ChannelMap map(s);
+  std::int64_t main_end = own_main_end(s, V);
+  std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : main_end * plan.nhwc.L;
+  TicketPlan tp = ticket_plan(s, plan, V, slots, main_end);
+  void* args[] = {&a, &p, &partials, &plan, &map, &main_end, &tail_first, &slots, &tp, &queues};
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 9; ++rep) {
+    if (flush) flush_l2(b.flush);
+    cudaEventRecord(e0);
+    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
+    cudaEventRecord(e1);
+    TUT_CUDA(cudaEventSynchronize(e1));
+    float m;
+    cudaEventElapsedTime(&m, e0, e1);
+    ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
+  report(buf, ms[ms.size() / 2], grid);
+}
+
+template <int V, class T, bool kAdd, class Cache>
+void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
+  BwdArgs<T> a;
+  a.s = s; a.dy = b.dy; a.x = b.x; a.gamma = b.gamma; a.saved_mean = b.sm; a.saved_invstd = b.si; a.mask = b.mask;
+  a.dx = b.dx; a.dgamma = b.dg; a.dbeta = b.db;
+  const void* kernel = reinterpret_cast<const void*>(&probe_bwd6<V, T, kAdd, Cache>);
+  const std::size_t dyn = static_cast<std::size_t>(slots) * 32 * kBlock;
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  const int grid = own_grid<Cache>(kernel, dyn, name);
+  V3Plan plan = v3_plan(s, V, grid);
+  const Scratch sc = v6_scratch<T, GradSums>(s);
+  ChannelParams p = sc.params_at(b.ws);
+  GradSums* partials = sc.partials_at<GradSums>(b.ws);
+  auto* queues = static_cast<unsigned long long*>(sc.buffer_at(b.ws));
+  ChannelMap map(s);
+  std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : plan.nhwc.q_full * V;
+  TicketPlan tp = ticket_plan(s, plan, V, slots, std::numeric_limits<std::int64_t>::max());
+  void* args[] = {&a, &p, &partials, &plan, &map, &tail_first, &slots, &tp, &queues};
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 9; ++rep) {
+    if (flush) flush_l2(b.flush);
+    cudaEventRecord(e0);
+    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
+    cudaEventRecord(e1);
+    TUT_CUDA(cudaEventSynchronize(e1));
+    float m;
+    cudaEventElapsedTime(&m, e0, e1);
+    ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
+  report(buf, ms[ms.size() / 2], grid);
+}
+
+// `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6.
+int main(int argc, char** argv) {
+  const std::string set = argc > 1 ? argv[1] : "sweep";
+  if (set != "sweep" && set != "v6") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6]\n");
+    return 2;
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device\n");
+    return 77;
+  }
+  const Shape4 big{64, 64, 112 * 112, Layout::nhwc}, small{16, 32, 112 * 112, Layout::nhwc};
+  const Shape4 bigc{64, 64, 112 * 112, Layout::nchw};
+  Buffers<float> b(big.numel(), 64);
+  if (set == "sweep") {
+    run_v3("fwd f32 64x64 NHWC v3", b, big, true);
+    run_fwd<4, float, false, NoCache<4>>("fwd f32 64x64 NHWC v4<4>", b, big, 0);
+    run_fwd<4, float, false, NoCache<2>>("fwd f32 64x64 NHWC v4<2>", b, big, 0);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 64x64 NHWC v5<4>", b, big, 10);
+    run_fwd<4, float, false, SmemCache<float, 1, 3>>("fwd f32 64x64 NHWC v5<3>", b, big, 15);
+    run_fwd<4, float, false, SmemCache<float, 1, 2>>("fwd f32 64x64 NHWC v5<2>", b, big, 25);
+    run_fwd<4, float, false, SmemCache<float, 1, 2>>("fwd f32 64x64 NHWC v5<2> s0", b, big, 0);
+    run_v3("fwd f32 64x64 NCHW v3", b, bigc, true);
+    run_fwd<4, float, false, NoCache<4>>("fwd f32 64x64 NCHW v4<4>", b, bigc, 0);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 64x64 NCHW v5<4>", b, bigc, 10);
+    run_v3("fwd f32 16x32 NHWC v3 flush", b, small, true);
+    run_fwd<4, float, false, NoCache<4>>("fwd f32 16x32 NHWC v4<4> flush", b, small, 0);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 16x32 NHWC v5<4> flush", b, small, 10);
+    run_fwd<4, float, false, SmemCache<float, 1, 2>>("fwd f32 16x32 NHWC v5<2> flush", b, small, 24);
+    run_v3("fwd f32 16x32 NHWC v3 warm", b, small, true, false);
+    run_fwd<4, float, false, NoCache<4>>("fwd f32 16x32 NHWC v4<4> warm", b, small, 0, false);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 16x32 NHWC v5<4> warm", b, small, 10, false);
+    run_v3("bwd f32 64x64 NHWC v3", b, big, false);
+    run_bwd<4, float, false, NoCache<3>>("bwd f32 64x64 NHWC v4<3>", b, big, 0);
+    run_bwd<4, float, false, NoCache<4>>("bwd f32 64x64 NHWC v4<4>", b, big, 0);
+    run_bwd<4, float, false, SmemCache<float, 2, 3>>("bwd f32 64x64 NHWC v5<3>", b, big, 8);
+    run_bwd<4, float, false, SmemCache<float, 2, 2>>("bwd f32 64x64 NHWC v5<2>", b, big, 13);
+    run_bwd<4, float, false, SmemCache<float, 2, 4>>("bwd f32 64x64 NHWC v5<4>", b, big, 5);
+    run_v3("bwd f32 64x64 NCHW v3", b, bigc, false);
+    run_bwd<4, float, false, NoCache<3>>("bwd f32 64x64 NCHW v4<3>", b, bigc, 0);
+    run_bwd<4, float, false, SmemCache<float, 2, 3>>("bwd f32 64x64 NCHW v5<3>", b, bigc, 8);
+  } else {
+    run_fwd<4, float, false, SmemCache<float, 1, 3>>("fwd f32 64x64 NHWC v5<3>", b, big, 15);
+    run_fwd6<4, float, false, SmemCache<float, 1, 3>>("fwd f32 64x64 NHWC v6", b, big, 15);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 64x64 NCHW v5<4>", b, bigc, 10);
+    run_fwd6<4, float, false, SmemCache<float, 1, 3>>("fwd f32 64x64 NCHW v6", b, bigc, 15);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 16x32 NHWC v5<4> flush", b, small, 10);
+    run_fwd6<4, float, false, SmemCache<float, 1, 3>>("fwd f32 16x32 NHWC v6 flush", b, small, 15);
+    run_bwd<4, float, false, SmemCache<float, 2, 3>>("bwd f32 64x64 NHWC v5<3>", b, big, 8);
+    run_bwd6<4, float, false, SmemCache<float, 2, 3>>("bwd f32 64x64 NHWC v6", b, big, 8);
+    run_bwd6<4, float, false, SmemCache<float, 2, 3>>("bwd f32 64x64 NCHW v6", b, bigc, 8);
+  }
+  return 0;
+}
