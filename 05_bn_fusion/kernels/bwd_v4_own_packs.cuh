@@ -11,8 +11,8 @@
 // Prediction: v3 already runs at 0.99 of the two-pass model's rate at 64x64x112x112 (its dx pass
 // has dy and x in flight, 32 bytes per thread), so little to gain there; the same DRAM bytes.
 // Evidence: the profile's DRAM bytes and time, v3 against v4.
-// Measured on the H100 (results/): 0.3425 ms against v3's 0.3501 at 64x64x112x112 NCHW float; half
-// NHWC 0.1916 against 0.1873.
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.json, 64x64x112x112): NCHW float 0.3428 ms
+// against v3's 0.3502; NHWC float 0.3487 against 0.3486; half NHWC 0.1918 against 0.1884.
 #pragma once
 
 #include "kernels/bwd_v3_single_read.cuh"

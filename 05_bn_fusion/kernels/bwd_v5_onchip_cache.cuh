@@ -9,8 +9,9 @@
 // the two-pass bytes at 64x64x112x112 (1.04 GB); at 16x32x112x112 a fifth of the second read.
 // Prediction: DRAM bytes read fall by the cached bytes (dram__bytes_read.sum, v4 against v5),
 // and the time by their share: a few per cent at 64x64x112x112.
-// Measured on the H100 (results/): 0.3465 ms at 64x64x112x112 NCHW float, between v4 (0.3425) and v3
-// (0.3501); half NHWC 0.1902 against v3's 0.1873. Its DRAM bytes as committed are not profiled.
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.json, 64x64x112x112): NCHW float 0.3469 ms,
+// between v4 (0.3428) and v3 (0.3502); NHWC float 0.3488, reading 785 MB against v3's 814
+// (ncu_nhwc.csv), with the DRAM busy 84 % of the time against 87 %; half NHWC 0.1903 against 0.1884.
 #pragma once
 
 #include "kernels/bwd_v4_own_packs.cuh"

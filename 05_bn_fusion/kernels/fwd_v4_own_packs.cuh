@@ -26,9 +26,10 @@
 // Prediction: the same DRAM bytes as v3 (Nsight Compute's dram__bytes_read.sum) in less time:
 // phase 3 with four times the bytes in flight, and a phase 2 of one L2 round trip instead of 17.
 // Evidence: the profile's DRAM bytes and throughput, v3 against v4.
-// Measured on the H100 (results/): at 64x64x112x112 NCHW float, 0.2433 ms against v3's 0.2355, slower;
-// half NHWC 0.1524 against 0.1466. Not measured in NHWC float as committed. Why the forward lost is
-// not profiled.
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.json, 64x64x112x112): NCHW float 0.2433 ms
+// against v3's 0.2357, slower; NHWC float 0.2368 against 0.2400, the fastest NHWC forward of ours;
+// half NHWC 0.1536 against 0.1474. The phase timeline (phases.txt) shows where the rest goes: the
+// DRAM idle between the phases, and phase 3 ending about 19 us later on the last block than on the first.
 //
 // The trap: the ballots need all 32 lanes, but lanes of one warp may own different numbers of
 // packs (a warp spans several rows, or the end of a channel). The loop runs the warp's longest

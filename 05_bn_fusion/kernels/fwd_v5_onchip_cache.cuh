@@ -14,9 +14,10 @@
 // Prediction: DRAM bytes read fall by the cached bytes against v4 (dram__bytes_read.sum), and the
 // time by their share of the two-pass bytes: about 3 % at 64x64x112x112 float.
 // Evidence: Nsight Compute's dram__bytes_read.sum, v4 against v5.
-// Measured on the H100 (results/): a first form (two blocks per SM, 25 slots, 27 MB) read 31 MB less
-// than v3 in NHWC at 64x64x112x112 float (ncu_nhwc.csv) and ran 0.2318 ms against 0.2393; as
-// committed, 0.2459 ms in NCHW float against v3's 0.2355, and 0.1464 in NHWC half against 0.1466.
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.json, 64x64x112x112): NHWC float 0.2374 ms
+// against v4's 0.2368 and v3's 0.2400, reading 373 MB against v4's 394 (ncu_nhwc.csv); NCHW float
+// 0.2455 against v3's 0.2357; half NHWC 0.1468 against v3's 0.1474. At three blocks per SM (15
+// slots) the phase timeline timed it faster than at four (phases.txt); v6 runs at three.
 //
 // Where it stops fitting: the cache is K slots per thread, fixed by the GPU's shared memory, not
 // by the tensor: a larger tensor keeps the same ~21 MB on chip and reads the rest twice.
