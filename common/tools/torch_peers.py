@@ -18,7 +18,8 @@ The cases, and their floors, come from the chapter's C++ problems through its ra
 rows are written in the results format (results.schema.json, kind "torch") to
 BUILD/results/CH/<gpu>.torch.json, with a copy ceiling measured in this process (Tensor.copy_,
 device to device, counting bytes read and written). Timing: CUDA events around each call after
-warm-up, 50 repetitions, median with min and max.
+warm-up, 50 repetitions, median with min and max; before each call the GPU spins for about 100 us,
+untimed, so the events time the GPU's work and not the host's launch latency (BUSY_CYCLES).
 
 The race. Two processes disagree by about half a percent (the copy ceiling does), as much as the
 gap between our best version and PyTorch's. So this process also runs the version OURS names
@@ -53,6 +54,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chapters  # noqa: E402
 
 RACE_ROUNDS, RACE_REPS = 7, 50
+# About 100 us at the H100's 1.98 GHz: longer than any peer's launches take the host to queue.
+# Without it, a call shorter than its launch latency is timed with the host's wait inside it: on
+# the H100, PyTorch's BN + ReLU forward at 16x32x112x112 NHWC took 0.082-0.089 ms per round timed
+# back to back and 0.056 ms with the GPU kept busy, ours 0.037-0.045 ms either way
+# (05_bn_fusion/results/NVIDIA_H100_80GB_HBM3.race_rounds.txt).
+BUSY_CYCLES = 200_000
 
 
 Failure = chapters.Failure
@@ -75,7 +82,9 @@ class Case:
 
 def time_ms(torch, run, warmup=5, reps=50, before=None):
     """Median, min and max of `reps` timed calls of run(); before(), if given, is enqueued ahead of
-    each call, outside the timed region (the resets the bench runs untimed)."""
+    each call, outside the timed region (the resets the bench runs untimed). Each call is preceded,
+    untimed, by a spin of BUSY_CYCLES on the GPU, so the host has queued the call before the GPU
+    reaches it: the events time the GPU's work, not the host's launch latency."""
     for _ in range(warmup):
         if before:
             before()
@@ -84,6 +93,7 @@ def time_ms(torch, run, warmup=5, reps=50, before=None):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     stops = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for a, b in zip(starts, stops):
+        torch.cuda._sleep(BUSY_CYCLES)
         if before:
             before()
         a.record()
