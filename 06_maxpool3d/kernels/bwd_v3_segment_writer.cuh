@@ -32,7 +32,7 @@
 // Measured (H100, results/): on kernel 2 stride 2, 0.79 of copy, twice the scatter's speed, with a
 // third less DRAM traffic. On kernel 8 stride 8 it loses to the scatter (0.40 against 0.86): each
 // thread waits for its index and dy, then stores 8 rows of 32 bytes, and the DRAM is 39 % busy. A
-// thread per 16-byte chunk of dx, storing like a memset, is the next form.
+// thread per 16-byte chunk of dx, storing like a memset, is the next form (bwd_v5_chunk_writer.cuh).
 #pragma once
 
 #include "kernels/bwd.cuh"

@@ -38,8 +38,8 @@
 // 8 times the prediction, and 32 % of the warps' time at barriers: 0.15 of copy, 0.36x PyTorch's
 // atomic scatter (1.1x to 12.6x v1 on the overlapping suite cases). Where the instructions went: every
 // thread decodes the block's tile number below with 64-bit / and % (calls to the division routine in
-// SASS) at every tile. The next form decodes it once with 32-bit multiplies (FastDiv), and clears the
-// masks as step 3 reads them, a barrier fewer per tile.
+// SASS) at every tile. The next form, bwd_v6_staged_tile.cuh, finds its tiles by adding, reads each
+// output's index once per column of tiles into shared memory, and clears the masks as it reads them.
 #pragma once
 
 #include "kernels/bwd.cuh"

@@ -33,6 +33,12 @@
 // and DRAM bytes near the floor: bound by memory, faster than the scatter. On kernel 8 stride 1
 // (2.5 staged outputs per output) the staging is most of the work. SASS: ATOMS.OR for the marks, no
 // RED or ATOMG, no division routine (tests/test_sass.cpp).
+//
+// Measured (H100, results/): on the stem case 148 M warp instructions (v4: 195 M) in 205 us (v4:
+// 321 us), DRAM 19 % busy: still bound by instructions, at 3.7 times the prediction, and at 0.56x
+// PyTorch's atomic backward; kernel 3 stride 1 0.78x, kernel 8 stride 1 0.40x. The step-2 list is
+// there because nearly every warp holds a marked cell: a first form that summed in step 2 made
+// nearly every warp run the whole gather.
 #pragma once
 
 #include "kernels/bwd.cuh"
