@@ -147,7 +147,7 @@ def summarize(k, sass, machine):
     }
 
 
-def torch_runs(ncu, build, chapter, machine):
+def torch_runs(ncu, build, chapter, machine, problems=()):
     """The chapter's PyTorch peers (NN/torch_peers.py) on their cases, each profiled like a version:
     what the library a user would call instead does on the same GPU. Needs torch in
     $TUT_SYSTEM_PYTHON."""
@@ -162,6 +162,8 @@ def torch_runs(ncu, build, chapter, machine):
     module = torch_peers.RaceModule(torch_peers.RaceModule.path(build, chapter))
     runs = []
     for problem, peers in spec.peers.items():
+        if problems and problem not in problems:
+            continue
         for text in spec.cases_of(problem):
             case = module.case(problem, text)
             for name, _setup in peers:
@@ -239,7 +241,7 @@ def main():
                 shown = ", ".join(f"{kk['name'][:40]}: DRAM {kk['dram_pct']:.1f}%" for kk in runs[-1]["kernels"]
                                   if kk["dram_pct"] is not None)
                 print(f"{ch} {p['problem']} {v['name']}: {shown or 'no kernels (a library call ncu does not see)'}")
-        runs += torch_runs(ncu, build, ch, machine)
+        runs += torch_runs(ncu, build, ch, machine, args.problem)
         chapters.write_results(build, ch, machine["gpu"], ".profile.json",
                                {"ncu": version, "machine": machine, "runs": runs})
     return 0
