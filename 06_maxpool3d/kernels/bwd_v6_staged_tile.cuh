@@ -28,14 +28,14 @@
 // scatter (PyTorch's): the halo along H and W is read again, from L2, by the neighbouring columns;
 // what it saves: dx is written once, not zeroed and then read-modified-written by atomics.
 //
-// Prediction: some 50 instructions per staged output and 15 per cell. On the stem case (kernel 3,
-// stride 2, about 1.4 staged outputs per output) that is ~15 M warp instructions against v4's 195 M,
+// Prediction: some 50 instructions per staged output and 25 per cell. On the stem case (kernel 3,
+// stride 2, about 1.4 staged outputs per output) that is ~27 M warp instructions against v4's 195 M,
 // and DRAM bytes near the floor: bound by memory, faster than the scatter. On kernel 8 stride 1
 // (2.5 staged outputs per output) the staging is most of the work. SASS: ATOMS.OR for the marks, no
 // RED or ATOMG, no division routine (tests/test_sass.cpp).
 //
 // Measured (H100, results/): on the stem case 148 M warp instructions (v4: 195 M) in 205 us (v4:
-// 321 us), DRAM 19 % busy: still bound by instructions, at 3.7 times the prediction, and at 0.56x
+// 321 us), DRAM 19 % busy: still bound by instructions, at 5.5 times the prediction, and at 0.56x
 // PyTorch's atomic backward; kernel 3 stride 1 0.78x, kernel 8 stride 1 0.40x. The step-2 list is
 // there because nearly every warp holds a marked cell: a first form that summed in step 2 made
 // nearly every warp run the whole gather.
