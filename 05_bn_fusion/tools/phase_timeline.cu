@@ -2,14 +2,15 @@
 // the cooperative kernels leaves each phase. The probe kernels below are the kernels' bodies (the
 // same device functions, in the same order) with a timestamp (%globaltimer, after a __syncthreads)
 // between the phases; each is timed with events over 9 launches, the L2 flushed by a read of 128 MiB
-// before each, and the median launch's stamps are printed: the earliest and the latest block at the
-// start, at the end of phase 1, out of the first grid barrier, at the end of phase 2, out of the
-// second barrier, and at the end. Inputs are synthetic (a hash of the index); nothing is checked:
+// before each, and the median time and the last launch's stamps are printed: the earliest and the
+// latest block at the start, at the end of phase 1, out of the first grid barrier, at the end of
+// phase 2, out of the second barrier, and at the end. Inputs are synthetic (a hash of the index); nothing is checked:
 // the GPU tests check the kernels themselves. Needs a GPU:
 //   build/phase_timeline > results/<gpu>.phases.txt
 #include "kernels/bwd_v5_onchip_cache.cuh"
 #include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/bwd_v6_balanced.cuh"
+#include "tut/timing.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -100,15 +101,16 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   STAMP(5);
 }
 
-__global__ void flush_read(const float4* p, std::int64_t n, float* sink) {
-  float acc = 0;
-  for (std::int64_t i = blockIdx.x * (std::int64_t)blockDim.x + threadIdx.x; i < n; i += (std::int64_t)gridDim.x * blockDim.x) {
-    const float4 v = p[i];
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 12345.678f) *sink = acc;
+// Every launch is timed by tut::time_kernel: 9 repetitions, none before them, the median; with
+// `flush`, tut::L2Flush reads 128 MiB before each (more than twice the H100's L2).
+template <class Launch>
+double median_ms(Launch launch, bool flush) {
+  tut::TimingOptions opt;
+  opt.warmup = 0;
+  opt.reps = 9;
+  opt.flush_bytes = flush ? std::size_t{128} << 20 : 0;
+  return tut::time_kernel([&](cudaStream_t) { launch(); }, opt).median;
 }
-inline void flush_l2(char* buf) { flush_read<<<1056, 512>>>(reinterpret_cast<const float4*>(buf), (128 << 20) / 16, reinterpret_cast<float*>(buf)); }
 
 template <int V, class T, bool kAdd, class Cache>
 __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
@@ -192,7 +194,7 @@ __global__ void fill(T* x, std::int64_t n, float lo, float hi, unsigned seed) {
   }
 }
 
-void report(const char* what, float ms, int grid) {
+void report(const char* what, double ms, int grid) {
   std::vector<unsigned long long> t(6 * 4096);
   TUT_CUDA(cudaMemcpyFromSymbol(t.data(), g_t, sizeof(unsigned long long) * 6 * 4096));
   auto col = [&](int k) { return std::vector<unsigned long long>(t.begin() + k * 4096, t.begin() + k * 4096 + grid); };
@@ -204,6 +206,14 @@ void report(const char* what, float ms, int grid) {
               what, ms * 1000, mn(0), mx(0), mn(1), mx(1), mn(2), mx(2), mn(3), mx(3), mn(4), mx(4), mn(5), mx(5));
 }
 
+// A probe kernel launched cooperatively, timed, and its last launch's stamps reported.
+void time_probe(const char* name, const void* kernel, int grid, std::size_t dyn, void** args, int slots, bool flush) {
+  const double ms = median_ms([&] { TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr)); }, flush);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
+  report(buf, ms, grid);
+}
+
 template <class T>
 struct Buffers {
   std::int64_t n, C;
@@ -211,7 +221,6 @@ struct Buffers {
   Word* mask;
   float *gamma, *beta, *rm, *rv, *sm, *si, *dg, *db;
   void* ws;
-  char* flush;
   Buffers(std::int64_t n_, std::int64_t C_) : n(n_), C(C_) {
     TUT_CUDA(cudaMalloc(&x, n * sizeof(T)));
     TUT_CUDA(cudaMalloc(&y, n * sizeof(T)));
@@ -222,8 +231,6 @@ struct Buffers {
     for (auto p : f) TUT_CUDA(cudaMalloc(p, C * sizeof(float)));
     TUT_CUDA(cudaMalloc(&ws, 64 << 20));
     TUT_CUDA(cudaMemset(ws, 0, 64 << 20));
-    TUT_CUDA(cudaMalloc(&flush, 200 << 20));
-    TUT_CUDA(cudaMemset(flush, 0, 200 << 20));
     fill<<<1024, 256>>>(x, n, -3, 3, 1);
     fill<<<1024, 256>>>(dy, n, -1, 1, 2);
     fill<<<1024, 256>>>(mask, n / 32 + 1, 0, 4e9f, 3);
@@ -245,23 +252,13 @@ void run_v3(const char* name, Buffers<T>& b, Shape4 s, bool fwd, bool flush = tr
   BwdArgs<T> g;
   g.s = s; g.dy = b.dy; g.x = b.x; g.gamma = b.gamma; g.saved_mean = b.sm; g.saved_invstd = b.si; g.mask = b.mask;
   g.dx = b.dx; g.dgamma = b.dg; g.dbeta = b.db;
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 9; ++rep) {
-    if (flush) flush_l2(b.flush);
-    cudaEventRecord(e0);
-    if (fwd) fwd_v3_single_read<T, false>(nullptr, a, b.ws);
-    else bwd_v3_single_read<T, false>(nullptr, g, b.ws);
-    cudaEventRecord(e1);
-    TUT_CUDA(cudaEventSynchronize(e1));
-    float m;
-    cudaEventElapsedTime(&m, e0, e1);
-    ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  std::printf("%-44s %8.1f us\n", name, ms[ms.size() / 2] * 1000);
+  const double ms = median_ms(
+      [&] {
+        if (fwd) fwd_v3_single_read<T, false>(nullptr, a, b.ws);
+        else bwd_v3_single_read<T, false>(nullptr, g, b.ws);
+      },
+      flush);
+  std::printf("%-44s %8.1f us\n", name, ms * 1000);
 }
 
 template <int V, class T, bool kAdd, class Cache>
@@ -281,24 +278,7 @@ void run_fwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = 
   std::int64_t main_end = own_main_end(s, V);
   std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : main_end * plan.nhwc.L;
   void* args[] = {&a, &p, &partials, &plan, &map, &main_end, &tail_first, &slots};
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 9; ++rep) {
-    if (flush) flush_l2(b.flush);
-    cudaEventRecord(e0);
-    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
-    cudaEventRecord(e1);
-    TUT_CUDA(cudaEventSynchronize(e1));
-    float m;
-    cudaEventElapsedTime(&m, e0, e1);
-    ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
-  report(buf, ms[ms.size() / 2], grid);
+  time_probe(name, kernel, grid, dyn, args, slots, flush);
 }
 
 template <int V, class T, bool kAdd, class Cache>
@@ -317,24 +297,7 @@ void run_bwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = 
   ChannelMap map(s);
   std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : plan.nhwc.q_full * V;
   void* args[] = {&a, &p, &partials, &plan, &map, &tail_first, &slots};
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 9; ++rep) {
-    if (flush) flush_l2(b.flush);
-    cudaEventRecord(e0);
-    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
-    cudaEventRecord(e1);
-    TUT_CUDA(cudaEventSynchronize(e1));
-    float m;
-    cudaEventElapsedTime(&m, e0, e1);
-    ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
-  report(buf, ms[ms.size() / 2], grid);
+  time_probe(name, kernel, grid, dyn, args, slots, flush);
 }
 
 template <int V, class T, bool kAdd, class Cache>
@@ -356,24 +319,7 @@ void run_fwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
   std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : main_end * plan.nhwc.L;
   TicketPlan tp = ticket_plan(s, plan, V, slots, main_end);
   void* args[] = {&a, &p, &partials, &plan, &map, &main_end, &tail_first, &slots, &tp, &queues};
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 9; ++rep) {
-    if (flush) flush_l2(b.flush);
-    cudaEventRecord(e0);
-    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
-    cudaEventRecord(e1);
-    TUT_CUDA(cudaEventSynchronize(e1));
-    float m;
-    cudaEventElapsedTime(&m, e0, e1);
-    ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
-  report(buf, ms[ms.size() / 2], grid);
+  time_probe(name, kernel, grid, dyn, args, slots, flush);
 }
 
 template <int V, class T, bool kAdd, class Cache>
@@ -394,24 +340,7 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
   std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : plan.nhwc.q_full * V;
   TicketPlan tp = ticket_plan(s, plan, V, slots, std::numeric_limits<std::int64_t>::max());
   void* args[] = {&a, &p, &partials, &plan, &map, &tail_first, &slots, &tp, &queues};
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 9; ++rep) {
-    if (flush) flush_l2(b.flush);
-    cudaEventRecord(e0);
-    TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr));
-    cudaEventRecord(e1);
-    TUT_CUDA(cudaEventSynchronize(e1));
-    float m;
-    cudaEventElapsedTime(&m, e0, e1);
-    ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
-  report(buf, ms[ms.size() / 2], grid);
+  time_probe(name, kernel, grid, dyn, args, slots, flush);
 }
 
 // `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6.
