@@ -36,6 +36,10 @@ METRICS = [
     "smsp__warp_issue_stalled_lg_throttle_per_warp_active.pct",
     "smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct",
     "smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct",
+    "smsp__warp_issue_stalled_drain_per_warp_active.pct",
+    "smsp__warp_issue_stalled_no_instruction_per_warp_active.pct",
+    "smsp__warp_issue_stalled_wait_per_warp_active.pct",
+    "smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct",
 ]
 
 STEM = "8x64x16x56x56 kernel=3 stride=2 padding=1"
@@ -52,12 +56,15 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 # (tag, problem, case text, version); a version named with a dot is a PyTorch peer. In the order the
 # lesson needs them, so that a run stopped by --budget keeps the most cited.
 PAIRS = [
-    ("bwd", B, STEM + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile", "v4_tile_mask",
+    ("bwd", B, STEM + " indices=int64", ["v0_scatter_atomic", "v9_ordered_tile", "v6_staged_tile", "v4_tile_mask",
                                          "aten.max_pool3d_with_indices_backward"]),
-    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile", "v4_tile_mask"]),
-    ("bwd_s1", B, S1 + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile"]),
-    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v0_scatter_atomic", "v5_chunk_writer", "v3_segment_writer",
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v0_scatter_atomic", "v5_chunk_writer", "v7_zero_then_store",
+                                              "v8_slab_writer", "v3_segment_writer",
                                               "aten.max_pool3d_with_indices_backward"]),
+    ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v5_chunk_writer", "v7_zero_then_store", "v8_slab_writer"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v0_scatter_atomic", "v9_ordered_tile", "v6_staged_tile"]),
+    ("bwd_stem_cl", B, STEM + " layout=NDHWC indices=int64", ["v0_scatter_atomic", "v9_ordered_tile"]),
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile", "v4_tile_mask"]),
     ("bwd_halve", B, HALVE + " indices=int64", ["v0_scatter_atomic", "v3_segment_writer", "v5_chunk_writer"]),
     ("k4s4", F, K4S4, ["v2_interior_border", "v6_separable", "v8_wide_loads"]),
     ("k8on8", F, K8ON8, ["v2_interior_border", "v6_separable", "v8_wide_loads"]),

@@ -18,6 +18,9 @@
 #include "kernels/bwd_v4_tile_mask.cuh"
 #include "kernels/bwd_v5_chunk_writer.cuh"
 #include "kernels/bwd_v6_staged_tile.cuh"
+#include "kernels/bwd_v7_zero_then_store.cuh"
+#include "kernels/bwd_v8_slab_writer.cuh"
+#include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -252,6 +255,12 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v5_chunk_writer<T>, bwd_v5_kernels<T>(), &bwd_v5_refuses<T>),
       backward_version<T>("v6_staged_tile", "deterministic, overlapping windows: a tile's outputs staged in shared memory once, each cell gathers there",
                           &bwd_v6_staged_tile<T>, {TUT_KERNEL(bwd_v6_staged_tile_kernel<T>)}, &bwd_v6_refuses<T>),
+      backward_version<T>("v7_zero_then_store", "deterministic, windows that do not overlap: zero dx, then a plain store per output",
+                          &bwd_v7_zero_then_store<T>, {TUT_KERNEL(bwd_v7_store_kernel<T>)}, &bwd_v7_refuses<T>),
+      backward_version<T>("v8_slab_writer", "deterministic, windows that do not overlap: a warp zeroes an output row's cells, then stores its values",
+                          &bwd_v8_slab_writer<T>, bwd_v8_kernels<T>(), &bwd_v8_refuses<T>),
+      backward_version<T>("v9_ordered_tile", "deterministic, overlapping windows: a dx tile in shared memory, outputs added rank by rank between barriers",
+                          &bwd_v9_ordered_tile<T>, {TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>)}, &bwd_v9_refuses<T>),
       backward_version<T>("auto", "the deterministic backward a user calls: v3 or v5 without overlap, v6 with, else v1",
                           &bwd_auto<T>, {}),
   };

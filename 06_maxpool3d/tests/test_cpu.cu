@@ -9,12 +9,16 @@
 #include "kernels/bwd_auto_rule.cuh"
 #include "kernels/bwd_v5_chunk_writer.cuh"
 #include "kernels/bwd_v6_staged_tile.cuh"
+#include "kernels/bwd_v7_zero_then_store.cuh"
+#include "kernels/bwd_v8_slab_writer.cuh"
+#include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
 #include "tests/gpu_cases.hpp"
 #include "tut/random.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -511,6 +515,136 @@ TEST_CASE("bwd v6's columns, run on the host step by step: v1's bits, the masks 
   }
   CHECK(ran >= 20);
   CHECK(walked >= 5);  // columns of several tiles, where the ring and the next tile's mask matter
+}
+
+TEST_CASE("bwd v7 and v8, run on the host: zeros then one store per output, v1's bits; v8 writes every element") {
+  int ran = 0;
+  for (const auto& c : host_backward_cases()) {
+    if (!ch06::bwd_v7_refuses<float>(ch06::window_of_case(c)).empty()) continue;
+    INFO(c.name);
+    ++ran;
+    {  // v7: the memset, then each output's store
+      HostBackward hb(c);
+      std::fill(hb.dx.begin(), hb.dx.end(), 0.0f);
+      const auto a = hb.args();
+      const auto dv = ch06::store_divs<float>(hb.w);
+      for (std::int64_t o = 0; o < hb.w.out_numel(); ++o) ch06::store_one_output(a, dv, o);
+      CHECK(hb.same_bits());
+    }
+    {  // v8: per slab, the 32 lanes' zeros, then their values (dx starts as NaN: every element written)
+      HostBackward hb(c);
+      const auto a = hb.args();
+      const auto sa = ch06::slab_args<float>(hb.w);
+      const int V = ch06::bwd_v8_pack(a, sa);
+      for (std::int64_t i = 0; i < sa.slabs; ++i) {
+        for (int lane = 0; lane < 32; ++lane) {
+          if (V == 4) ch06::zero_slab<4>(a, sa, i, lane, 32);
+          else if (V == 2) ch06::zero_slab<2>(a, sa, i, lane, 32);
+          else ch06::zero_slab<1>(a, sa, i, lane, 32);
+        }
+        for (int lane = 0; lane < 32; ++lane) ch06::fill_slab(a, sa, i, lane, 32);
+      }
+      CHECK(hb.same_bits());
+    }
+  }
+  CHECK(ran >= 10);
+}
+
+TEST_CASE("v7 drops an int64 index outside its output's segment; the compact format cannot name one") {
+  HostBackward hb(ch06::make_pool_case({{1, 1, 4, 4, 4}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, true));
+  std::fill(hb.dx.begin(), hb.dx.end(), 0.0f);
+  // Output (0, 0, 0) names the last cell, in output (1, 1, 1)'s segment: its dy goes nowhere, and
+  // its own cell keeps 0, the cell 63 output 7's value (or 0).
+  std::vector<float> expect = hb.dx_v1;
+  expect[static_cast<std::size_t>(hb.index[0])] = 0.0f;
+  hb.index[0] = 63;
+  const auto a = hb.args();
+  const auto dv = ch06::store_divs<float>(hb.w);
+  for (std::int64_t o = 0; o < hb.w.out_numel(); ++o) ch06::store_one_output(a, dv, o);
+  CHECK(std::memcmp(hb.dx.data(), expect.data(), expect.size() * sizeof(float)) == 0);
+  hb.index[1] = -5;              // outside the volume
+  CHECK_NOTHROW(ch06::store_one_output(a, dv, 1));
+}
+
+namespace {
+// bwd v9's kernel on the host: per tile, the block's threads one after another in each step, the
+// ranks in order. Checks that no two outputs of one rank add to the same cell (what lets the kernel
+// add without atomics) and that every output whose cell is in the volume is added exactly once.
+void run_ordered_on_host(HostBackward& hb, const ch06::OrderedTile& ot, int& collisions, std::int64_t& added) {
+  const auto a = hb.args();
+  std::vector<float> tile(static_cast<std::size_t>(ot.cells));
+  for (std::int64_t t = 0; t < ot.tiles; ++t) {
+    const auto b = ch06::tile_box(hb.w, ot, t);
+    std::fill(tile.begin(), tile.end(), 0.0f);
+    const int outputs = ch06::tile_outputs(b);
+    REQUIRE(outputs <= ch06::kOrderedMaxOutputs);
+    std::vector<int> key(static_cast<std::size_t>(outputs));
+    std::vector<float> g(static_cast<std::size_t>(outputs));
+    for (int e = 0; e < outputs; ++e) key[static_cast<std::size_t>(e)] = ch06::ordered_entry(a, ot, b, e, g[static_cast<std::size_t>(e)]);
+    for (int p = 0; p < ot.passes; ++p) {
+      std::vector<int> hits(tile.size(), 0);
+      for (int e = 0; e < outputs; ++e) {
+        const int k = key[static_cast<std::size_t>(e)];
+        if (k < 0 || (k & 63) != p) continue;
+        collisions += hits[static_cast<std::size_t>(k >> 6)]++ > 0;
+        tile[static_cast<std::size_t>(k >> 6)] += g[static_cast<std::size_t>(e)];
+        ++added;
+      }
+    }
+    for (int i = 0; i < ot.cells; ++i) {
+      const std::int64_t e = ch06::ordered_cell_element<float>(hb.w, ot, b, i);
+      if (e >= 0) hb.dx[static_cast<std::size_t>(e)] = tile[static_cast<std::size_t>(i)];
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("bwd v9's tiles, run on the host rank by rank: v1's bits, no two adds of a rank on one cell") {
+  int ran = 0, halos = 0;
+  for (const auto& c : host_backward_cases()) {
+    const auto w = ch06::window_of_case(c);
+    if (!ch06::bwd_v9_refuses<float>(w).empty()) continue;
+    INFO(c.name);
+    // The tiling the kernel gets, and small boxes, so that small volumes have halos between tiles.
+    std::vector<ch06::OrderedTile> tilings = {ch06::ordered_plan(w).ot};
+    for (const auto& box : std::vector<std::array<int, 4>>{{2, 3, 5, 4}, {1, 4, 8, 3}, {3, 2, 7, 1}}) {
+      ch06::OrderedTile ot;
+      for (int ax = 0; ax < 4; ++ax) ot.t[ax] = box[static_cast<std::size_t>(ax)];
+      ch06::finish_ordered_tile(w, ot);
+      tilings.push_back(ot);
+    }
+    for (const auto& ot : tilings) {
+      HostBackward hb(c);
+      int collisions = 0;
+      std::int64_t added = 0;
+      run_ordered_on_host(hb, ot, collisions, added);
+      ++ran;
+      halos += ot.tiles > hb.w.N * hb.w.C;
+      CHECK(collisions == 0);
+      CHECK(added == hb.w.out_numel());  // every saved cell is in the volume: each output added once
+      CHECK(hb.same_bits());
+    }
+  }
+  CHECK(ran >= 40);
+  CHECK(halos >= 20);
+}
+
+TEST_CASE("bwd v9's tiling: halos the block can hold, ranks, and what it refuses") {
+  const auto idx = [](List k, List s, List p = {0}, std::string layout = "NCDHW") {
+    return params(k, s, p, {1}, 0, layout, "int64");
+  };
+  for (const auto& c : {win({8, 64, 16, 56, 56}, idx({3}, {2}, {1})), win({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, "NDHWC")),
+                        win({4, 32, 32, 64, 64}, idx({3}, {1}, {1}))}) {
+    const auto plan = ch06::ordered_plan(c);
+    REQUIRE(plan.refused.empty());
+    CHECK(plan.ot.cells <= ch06::kOrderedMaxCells);
+    CHECK(plan.reads_per_cell * plan.ot.cells <= ch06::kOrderedMaxOutputs);
+    CHECK(plan.ot.t[2] * plan.ot.t[3] >= 32);  // rows of whole sectors
+  }
+  CHECK(ch06::ordered_plan(win({8, 64, 16, 56, 56}, idx({3}, {2}, {1}))).ot.passes == 8);
+  CHECK(ch06::ordered_plan(win({4, 32, 32, 64, 64}, idx({3}, {1}, {1}))).ot.passes == 27);
+  CHECK_FALSE(ch06::bwd_v9_refuses<float>(win({1, 16, 64, 64, 64}, idx({8}, {1}))).empty());  // 512 ranks
+  CHECK_FALSE(ch06::bwd_v9_refuses<float>(win({2, 3, 11, 12, 13}, params({3}, {1}, {1}, {2}, 0, "NCDHW", "int64"))).empty());
 }
 
 TEST_CASE("bwd v6's tiling: the stem pooling's and kernel 8 stride 1's columns, and what it refuses") {

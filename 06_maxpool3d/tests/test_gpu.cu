@@ -128,7 +128,10 @@ TEST_SUITE("gpu") {
           const bool refused = (v.name == "v3_segment_writer" && !ch06::bwd_v3_refuses<float>(w).empty()) ||
                                (v.name == "v4_tile_mask" && !ch06::bwd_v4_refuses<float>(w).empty()) ||
                                (v.name == "v5_chunk_writer" && !ch06::bwd_v5_refuses<float>(w).empty()) ||
-                               (v.name == "v6_staged_tile" && !ch06::bwd_v6_refuses<float>(w).empty());
+                               (v.name == "v6_staged_tile" && !ch06::bwd_v6_refuses<float>(w).empty()) ||
+                               (v.name == "v7_zero_then_store" && !ch06::bwd_v7_refuses<float>(w).empty()) ||
+                               (v.name == "v8_slab_writer" && !ch06::bwd_v8_refuses<float>(w).empty()) ||
+                               (v.name == "v9_ordered_tile" && !ch06::bwd_v9_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -170,7 +173,10 @@ TEST_SUITE("gpu") {
         return out;
       };
       std::map<std::string, std::vector<unsigned char>> first;
-      for (const char* name : {"v1_gather", "v2_marked_gather", "v4_tile_mask", "v6_staged_tile", "auto"}) {
+      const bool ordered = ch06::bwd_v9_refuses<float>(w).empty();  // not kernel 8 stride 1 (512 ranks)
+      std::vector<const char*> names = {"v1_gather", "v2_marked_gather", "v4_tile_mask", "v6_staged_tile", "auto"};
+      if (ordered) names.push_back("v9_ordered_tile");
+      for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
         for (int r = 0; r < runs; ++r) differs += run(name) != first[name];
@@ -181,6 +187,7 @@ TEST_SUITE("gpu") {
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
       CHECK(first["auto"] == first["v6_staged_tile"]);         // auto takes v6 on overlapping windows
+      if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       const auto scatter_first = run("v0_scatter_atomic");
       int scatter_differs = 0;
       for (int r = 0; r < runs; ++r) scatter_differs += run("v0_scatter_atomic") != scatter_first;

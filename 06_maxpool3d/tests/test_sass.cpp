@@ -164,3 +164,19 @@ TEST_CASE("v5 stores 16 bytes per thread and v6 marks in shared memory; neither 
   CHECK(tut::count_opcode(staged, "CALL") == 0);
   CHECK(tut::count_opcode(kernel("bwd_v4_tile_mask_kernel<float>"), "CALL") >= 1);
 }
+
+TEST_CASE("v7, v8 and v9 write dx without atomics; v8 zeroes in 16-byte stores; v9 adds in shared memory between barriers" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v7_store_kernel<float>", "bwd_v8_slab_writer_kernel<4, float>",
+                           "bwd_v9_ordered_tile_kernel<float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOM") == 0);  // ATOM covers ATOMS and ATOMG
+    CHECK(spills(k) == 0);
+  }
+  CHECK(tut::count_memory_ops(kernel("bwd_v8_slab_writer_kernel<4, float>"), "STG", 128) >= 1);
+  const auto& tile = kernel("bwd_v9_ordered_tile_kernel<float>");
+  CHECK(tut::count_opcode(tile, "BAR") >= 3);  // before each rank's adds, after the last, after the write
+  CHECK(tut::count_opcode(tile, "LDS") >= 1);
+  CHECK(tut::count_opcode(tile, "STS") >= 1);
+}
