@@ -29,6 +29,7 @@
 #include "kernels/fwd_v4_own_packs.cuh"
 #include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/fwd_v6_balanced.cuh"
+#include "kernels/fwd_v7_mask_bytes.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -177,6 +178,11 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
   p.versions.push_back(fwd_version<T, kAdd>("v6_balanced",
                                             "v5, the pass's uncached packs handed out from a queue at run time",
                                             &fwd_v6_balanced<T, kAdd>, &fwd_v6_scratch_bytes<T>, fwd_v6_kernels<T, kAdd>()));
+  if constexpr (half)
+    p.versions.push_back(fwd_version<T, kAdd>("v7_mask_bytes",
+                                              "v5, each pack of 8 halves written as one byte of the mask: no ballots",
+                                              &fwd_v7_mask_bytes<T, kAdd>, &fwd_v7_scratch_bytes<T>,
+                                              fwd_v7_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

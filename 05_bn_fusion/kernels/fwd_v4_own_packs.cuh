@@ -170,7 +170,8 @@ struct NoCache {
 
 // v3_partials, written over OwnItem, numbering the thread's units in order (its "slots") and
 // handing each to keep(slot, data) before it is added. The NHWC partial row is not numbered.
-template <class Op, class MakeOp, class Keep, class One>
+// kU packs are loaded before the first is added (kernels/layout.cuh: 64 bytes for float, 32 for half).
+template <class Op, int kU = kUnrollFor<Op::V>, class MakeOp, class Keep, class One>
 __device__ void own_partials(const Shape4& s, const V3Plan& plan, typename Op::Stat* partials, typename Op::Stat* smem,
                              MakeOp make_op, Keep keep, One one) {
   using S = typename Op::Stat;
@@ -182,7 +183,7 @@ __device__ void own_partials(const Shape4& s, const V3Plan& plan, typename Op::S
     const OwnItem w = own_item(s, plan, V, item, tid);
     Op op = make_op(w);
     if (w.active) {
-      sequence<kUnrollFor<V>>(
+      sequence<kU>(
           w.first, w.step, w.end, [&](std::int64_t u) { return op.load(own_pack_at(s, plan, V, w, u)); },
           [&](const typename Op::Data& d) {
             keep(slot++, d);

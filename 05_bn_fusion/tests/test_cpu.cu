@@ -268,6 +268,7 @@ TEST_CASE("bad cases are refused with a clear error, before any launch") {
   FwdArgs<__half> h;
   h.s = Shape4{1, 1, 0, Layout::nhwc};
   CHECK_THROWS_AS((fwd_v5_onchip_cache<__half, true>(nullptr, h, nullptr)), std::invalid_argument);
+  CHECK_THROWS_AS((fwd_v7_mask_bytes<__half, false>(nullptr, h, nullptr)), std::invalid_argument);
   BwdArgs<float> b;
   b.s = Shape4{0, 3, 4, Layout::nhwc};
   const auto b3 = &bwd_v3_single_read<float, true>;
@@ -339,6 +340,42 @@ TEST_CASE("the own walk of versions 4 and 5: whole mask words per lane group, ev
     }
   }
   CHECK(walked > 40);
+}
+
+// Version 7 writes a byte of the mask per pack of 8 halves: every pack phase 3 walks must start at
+// a multiple of 8, and its packs (every whole row in NHWC, every pack in NCHW) with the tail warp's
+// elements from tail_first on (a multiple of 8) must cover each element once, for any C.
+TEST_CASE("version 7's walk: packs of 8 on byte boundaries, every element once, any C") {
+  constexpr int V = 8;
+  std::vector<Shape4> shapes;
+  for (std::int64_t C : {1, 2, 3, 7, 8, 33, 64, 96, 1024, 2047})
+    for (std::int64_t M : {1, 7, 50, 333}) shapes.push_back(Shape4{1, C, M, Layout::nhwc});
+  for (std::int64_t HW : {8, 24, 32, 56, 96})
+    for (std::int64_t N : {1, 3}) shapes.push_back(Shape4{N, 5, HW, Layout::nchw});
+  for (const Shape4& s : shapes) {
+    INFO("C = ", s.C, ", HW = ", s.HW, ", N = ", s.N, ", layout ", static_cast<int>(s.layout));
+    const std::int64_t n = s.numel();
+    for (int grid : {1, 7, 264}) {
+      const V3Plan plan = v3_plan(s, V, grid);
+      const std::int64_t main_end = s.layout == Layout::nchw ? s.per_channel() / V : plan.nhwc.q_full / plan.nhwc.P;
+      const std::int64_t tail_first = s.layout == Layout::nchw ? n : main_end * plan.nhwc.L;
+      REQUIRE(tail_first % 8 == 0);
+      std::vector<int> seen(static_cast<std::size_t>(n), 0);
+      for (std::int64_t e = tail_first; e < n; ++e) ++seen[static_cast<std::size_t>(e)];
+      for (int b = 0; b < grid; ++b)
+        for (std::int64_t item = b; item < v3_items(s, plan); item += grid)
+          for (int t = 0; t < kBlock; ++t) {
+            OwnItem w = own_item(s, plan, V, item, t);
+            w.end = std::min(w.end, main_end);
+            for (std::int64_t i = 0; i < w.count(); ++i) {
+              const std::int64_t e0 = own_pack_at(s, plan, V, w, w.first + i * w.step);
+              REQUIRE(e0 % 8 == 0);
+              for (int k = 0; k < V; ++k) ++seen[static_cast<std::size_t>(e0 + k)];
+            }
+          }
+      for (std::int64_t e = 0; e < n; ++e) REQUIRE(seen[static_cast<std::size_t>(e)] == 1);
+    }
+  }
 }
 
 TEST_CASE("v6's queue and cached units: every element once, forward (whole words) and backward") {

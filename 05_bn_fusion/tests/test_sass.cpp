@@ -140,6 +140,32 @@ TEST_CASE("v5: the cache is 16-byte shared-memory stores in phase 1 and loads in
           tut::count_memory_ops(kernel("fwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 1, 4> >"), op, 128));
 }
 
+TEST_CASE("v7: phase 3's loop stores a byte of the mask per pack, with no vote, 64 bytes loaded first, no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v7_mask_bytes_kernel<__half, false, ch05::SmemCache<__half, 1, 3> >",
+                           "fwd_v7_mask_bytes_kernel<__half, true, ch05::SmemCache<__half, 1, 3> >"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    int most = 0;
+    std::vector<tut::SassInstruction> body;
+    for (const auto& loop : tut::loops(k)) {
+      if (count_in(loop, "STG", 128) == 0) continue;
+      int before = 0;
+      for (const auto& i : loop) {
+        if (i.opcode.rfind("STG", 0) == 0) break;
+        if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
+      }
+      if (before > most) most = before, body = loop;
+    }
+    CHECK(most >= 4);
+    CHECK(count_in(body, "STG", 8) >= 1);
+    CHECK(count_in(body, "VOTE") == 0);
+    CHECK(count_in(body, "SHFL") == 0);
+    CHECK(count_in(body, "LDL") == 0);
+    CHECK(count_in(body, "STL") == 0);
+  }
+}
+
 TEST_CASE("the backward's dx pass: 16-byte dy and x, one 16-byte store of dx (and of dr)" * doctest::skip(kNoCuobjdump)) {
   const auto& plain = kernel("bwd_v2_apply_kernel<4, float, false>");
   CHECK(tut::count_memory_ops(plain, "LDG", 128) >= 2);

@@ -10,6 +10,7 @@
 #include "kernels/bwd_v5_onchip_cache.cuh"
 #include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/bwd_v6_balanced.cuh"
+#include "kernels/fwd_v7_mask_bytes.cuh"
 #include "tut/timing.hpp"
 
 #include <algorithm>
@@ -32,10 +33,39 @@ __device__ __forceinline__ unsigned long long gtime() {
     if (threadIdx.x == 0) g_t[k][blockIdx.x] = gtime(); \
   } while (0)
 
-template <int V, class T, bool kAdd, class Cache>
+template <int V, class T, bool kAdd, class Cache, int kU1 = kUnrollFor<V>>
 __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
     probe_fwd(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan, ChannelMap map, std::int64_t main_end,
               std::int64_t tail_first, int cache_slots) {
+  __shared__ Welford smem[kBlock * V];
+  extern __shared__ uint4 ch05_onchip[];
+  const Cache cache(ch05_onchip, cache_slots);
+  cg::grid_group grid = cg::this_grid();
+  STAMP(0);
+  own_partials<WelfordStreams<V, T>, kU1>(
+      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
+      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
+      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  STAMP(1);
+  grid.sync();
+  STAMP(2);
+  own_merge(partials, a.s.C, plan.slots, smem,
+            [&](std::int64_t c, Welford total) { finish_forward_channel(a, p, static_cast<int>(c), total); });
+  STAMP(3);
+  grid.sync();
+  STAMP(4);
+  if (blockIdx.x == gridDim.x - 1 && threadIdx.x < 32)
+    fwd_apply_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
+  fwd_own_pass<V, T, kAdd>(a, p, plan, cache, main_end);
+  STAMP(5);
+}
+
+// Version 7's body (the half forward, a byte of the mask per pack), stamped as probe_fwd.
+template <class T, bool kAdd, class Cache>
+__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
+    probe_fwd7(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan, ChannelMap map, std::int64_t main_end,
+               std::int64_t tail_first, int cache_slots) {
+  constexpr int V = 8;
   __shared__ Welford smem[kBlock * V];
   extern __shared__ uint4 ch05_onchip[];
   const Cache cache(ch05_onchip, cache_slots);
@@ -54,8 +84,8 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   grid.sync();
   STAMP(4);
   if (blockIdx.x == gridDim.x - 1 && threadIdx.x < 32)
-    fwd_apply_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
-  fwd_own_pass<V, T, kAdd>(a, p, plan, cache, main_end);
+    fwd_byte_tail<T, kAdd>(a, p, map, tail_first, static_cast<int>(threadIdx.x));
+  fwd_byte_pass<T, kAdd>(a, p, plan, cache, main_end);
   STAMP(5);
 }
 
@@ -261,12 +291,14 @@ void run_v3(const char* name, Buffers<T>& b, Shape4 s, bool fwd, bool flush = tr
   std::printf("%-44s %8.1f us\n", name, ms * 1000);
 }
 
-template <int V, class T, bool kAdd, class Cache>
+// slots < 0: the budget v5's launcher computes (onchip_budget, onchip_slots).
+template <int V, class T, bool kAdd, class Cache, int kU1 = kUnrollFor<V>>
 void run_fwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
   FwdArgs<T> a;
   a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
   a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
-  const void* kernel = reinterpret_cast<const void*>(&probe_fwd<V, T, kAdd, Cache>);
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd<V, T, kAdd, Cache, kU1>);
+  if (slots < 0) slots = onchip_slots(onchip_budget(kernel, 16, Cache::kMinBlocks), s, V, Cache::kMinBlocks);
   const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
   TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
   const int grid = own_grid<Cache>(kernel, dyn, name);
@@ -276,6 +308,27 @@ void run_fwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = 
   Welford* partials = sc.partials_at<Welford>(b.ws);
   ChannelMap map(s);
   std::int64_t main_end = own_main_end(s, V);
+  std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : main_end * plan.nhwc.L;
+  void* args[] = {&a, &p, &partials, &plan, &map, &main_end, &tail_first, &slots};
+  time_probe(name, kernel, grid, dyn, args, slots, flush);
+}
+
+template <class T, bool kAdd, class Cache>
+void run_fwd7(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
+  constexpr int V = 8;
+  FwdArgs<T> a;
+  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
+  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd7<T, kAdd, Cache>);
+  int slots = onchip_slots(onchip_budget(kernel, 16, Cache::kMinBlocks), s, V, Cache::kMinBlocks);
+  const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
+  const int grid = own_grid<Cache>(kernel, dyn, name);
+  V3Plan plan = v3_plan(s, V, grid);
+  const Scratch sc(s.C, v3_partial_bytes(s, V, sizeof(Welford)), 0);
+  ChannelParams p = sc.params_at(b.ws);
+  Welford* partials = sc.partials_at<Welford>(b.ws);
+  ChannelMap map(s);
+  std::int64_t main_end = s.layout == Layout::nchw ? s.per_channel() / V : plan.nhwc.q_full / plan.nhwc.P;
   std::int64_t tail_first = s.layout == Layout::nchw ? s.numel() : main_end * plan.nhwc.L;
   void* args[] = {&a, &p, &partials, &plan, &map, &main_end, &tail_first, &slots};
   time_probe(name, kernel, grid, dyn, args, slots, flush);
@@ -343,11 +396,13 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
   time_probe(name, kernel, grid, dyn, args, slots, flush);
 }
 
-// `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6.
+// `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6;
+// `half`: the half forward in NHWC, v3 to v5 at 2 to 4 blocks per SM, with phase 1 loading 2 packs
+// of 8 (32 bytes, as the versions do: `u2`), 4 (`u4`) or 8 (`u8`) before it adds the first; v7.
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
-  if (set != "sweep" && set != "v6") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6]\n");
+  if (set != "sweep" && set != "v6" && set != "half") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half]\n");
     return 2;
   }
   int devices = 0;
@@ -357,6 +412,26 @@ int main(int argc, char** argv) {
   }
   const Shape4 big{64, 64, 112 * 112, Layout::nhwc}, small{16, 32, 112 * 112, Layout::nhwc};
   const Shape4 bigc{64, 64, 112 * 112, Layout::nchw};
+  if (set == "half") {
+    Buffers<__half> h(big.numel(), 64);
+    run_v3("fwd f16 64x64 NHWC v3", h, big, true);
+    run_fwd<8, __half, false, NoCache<3>>("fwd f16 64x64 NHWC v4<3> u2", h, big, 0);
+    run_fwd<8, __half, false, NoCache<3>, 4>("fwd f16 64x64 NHWC v4<3> u4", h, big, 0);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 3>>("fwd f16 64x64 NHWC v5<3> u2", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 3>, 4>("fwd f16 64x64 NHWC v5<3> u4", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 2>>("fwd f16 64x64 NHWC v5<2> u2", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 2>, 4>("fwd f16 64x64 NHWC v5<2> u4", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 2>, 8>("fwd f16 64x64 NHWC v5<2> u8", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 4>>("fwd f16 64x64 NHWC v5<4> u2", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 4>, 4>("fwd f16 64x64 NHWC v5<4> u4", h, big, -1);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 3>>("fwd f16 64x64 NHWC v5<3> u2 s0", h, big, 0);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 3>, 4>("fwd f16 64x64 NHWC v5<3> u4 s0", h, big, 0);
+    run_fwd7<__half, false, SmemCache<__half, 1, 3>>("fwd f16 64x64 NHWC v7<3>", h, big);
+    run_fwd7<__half, false, SmemCache<__half, 1, 2>>("fwd f16 64x64 NHWC v7<2>", h, big);
+    run_fwd<8, __half, false, SmemCache<__half, 1, 3>>("fwd f16 16x32 NHWC v5<3> flush", h, small, -1);
+    run_fwd7<__half, false, SmemCache<__half, 1, 3>>("fwd f16 16x32 NHWC v7<3> flush", h, small);
+    return 0;
+  }
   Buffers<float> b(big.numel(), 64);
   if (set == "sweep") {
     run_v3("fwd f32 64x64 NHWC v3", b, big, true);
