@@ -33,20 +33,20 @@ struct StoreDivs {
 // Output o's saved cell as a position (td, th, tw), and whether it lies in o's segment on every axis
 // (the segments of v3: [o*s - p, (o+1)*s - p), the first from 0, the last to the end). Host and
 // device: the CPU tests run it.
+// `saved` is o's saved index as read: the flat index (int64) or the window cell (compact).
 template <class T>
 TUT_HD inline bool saved_in_segment(const BackwardArgs<T>& a, const FastDiv& by_W, const FastDiv& by_H,
-                                    std::int64_t o, const OutPos& q, int& td, int& th, int& tw) {
+                                    std::int64_t saved, const OutPos& q, int& td, int& th, int& tw) {
   const Window& w = a.w;
   if (w.indices == IndexFormat::int64) {
-    const std::int64_t f = a.index[o];
-    if (f < 0 || f >= w.in_plane()) return false;
-    const std::uint32_t u = static_cast<std::uint32_t>(f), r = by_W.div(u), t = by_H.div(r);
+    if (saved < 0 || saved >= w.in_plane()) return false;
+    const std::uint32_t u = static_cast<std::uint32_t>(saved), r = by_W.div(u), t = by_H.div(r);
     tw = static_cast<int>(u - r * static_cast<std::uint32_t>(w.W));
     th = static_cast<int>(r - t * static_cast<std::uint32_t>(w.H));
     td = static_cast<int>(t);
   } else {
     int jd, jh, jw;
-    w.cell_of(saved_window_cell(a, o), jd, jh, jw);
+    w.cell_of(static_cast<int>(saved), jd, jh, jw);
     td = q.od * w.s[0] - w.p[0] + jd * w.dil[0];
     th = q.oh * w.s[1] - w.p[1] + jh * w.dil[1];
     tw = q.ow * w.s[2] - w.p[2] + jw * w.dil[2];
@@ -59,14 +59,27 @@ TUT_HD inline bool saved_in_segment(const BackwardArgs<T>& a, const FastDiv& by_
          inside(tw, q.ow, w.s[2], w.p[2], w.oW, w.W);
 }
 
-// One output: dy stored at its saved cell, if the cell is in its segment. Host and device.
+// Output o's saved index as stored, in either format.
 template <class T>
-TUT_HD inline void store_one_output(const BackwardArgs<T>& a, const StoreDivs& dv, std::int64_t o) {
+TUT_HD inline std::int64_t saved_of(const BackwardArgs<T>& a, std::int64_t o) {
+  return a.w.indices == IndexFormat::int64 ? a.index[o] : saved_window_cell(a, o);
+}
+
+// Output o, its saved index and dy already read: dy stored at the saved cell, if the cell is in
+// o's segment. Host and device.
+template <class T>
+TUT_HD inline void store_saved(const BackwardArgs<T>& a, const StoreDivs& dv, std::int64_t o, std::int64_t saved, T g) {
   const OutPos q = dv.dec(o);
   int td, th, tw;
-  if (!saved_in_segment(a, dv.by_W, dv.by_H, o, q, td, th, tw)) return;
+  if (!saved_in_segment(a, dv.by_W, dv.by_H, saved, q, td, th, tw)) return;
   const std::int64_t flat = (static_cast<std::int64_t>(td) * a.w.H + th) * a.w.W + tw;
-  a.dx[in_element(a.w, q.n, q.c, flat)] = a.dy[o];
+  a.dx[in_element(a.w, q.n, q.c, flat)] = g;
+}
+
+// One output: its loads, then its store.
+template <class T>
+TUT_HD inline void store_one_output(const BackwardArgs<T>& a, const StoreDivs& dv, std::int64_t o) {
+  store_saved(a, dv, o, saved_of(a, o), a.dy[o]);
 }
 
 template <class T>

@@ -7,11 +7,12 @@
 // load, for 0.498 of copy. Here the zeros do not wait for anything. A warp takes one slab, the cells
 // of output row (lead, od, oh) over every ow: along D the slices of od's segment, along H oh's rows,
 // whole rows along W (and every channel, in NDHWC), which is a run of contiguous memory per slice.
-// It stores zeros over the whole slab with 16-byte stores and no loads at all, as a memset does,
-// then __syncwarp() (which orders the warp's memory operations), then one lane per output of the
-// row loads its dy and index and stores dy at the saved cell, if that cell is in the output's
-// segment (v7's check). Each cell is written by one warp, the chosen cells twice (zero, then the
-// value, in that order), so the result is the same on every run.
+// It stores zeros over the whole slab with 16-byte stores, as a memset does, then __syncwarp()
+// (which orders the warp's memory operations), then one lane per output of the row stores dy at the
+// saved cell, if that cell is in the output's segment (v7's check). Each cell is written by one
+// warp, the chosen cells twice (zero, then the value, in that order), so the result is the same on
+// every run. The warps are one wave, each walking slabs, and a lane loads the next slab's dy and
+// index before it stores this slab's zeros, so no store waits for a load.
 //
 // Prediction: the zero stores issue back to back, so the DRAM sees a memset's stream: about the
 // memset's speed, a little ahead of v7 (memset, then a second kernel) and of PyTorch's scatter,
@@ -23,9 +24,12 @@
 
 #include "kernels/bwd_v7_zero_then_store.cuh"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace ch06 {
+
+inline constexpr int kSlabBlock = 256;  // threads per block
 
 struct SlabArgs {
   StoreDivs dv;
@@ -90,16 +94,33 @@ TUT_HD inline void fill_slab(const BackwardArgs<T>& a, const SlabArgs& sa, std::
   for (std::int64_t j = lane; j < sa.outs; j += lanes) store_one_output(a, sa.dv, i * sa.outs + j);
 }
 
+// One wave of warps, each walking slabs gridDim.x * 8 apart. The dy and index of the next slab's
+// first 32 outputs are loaded before this slab's zeros are stored, so that no store waits for them.
 template <int V, class T>
-__global__ void __launch_bounds__(256) bwd_v8_slab_writer_kernel(BackwardArgs<T> a, SlabArgs sa) {
+__global__ void __launch_bounds__(kSlabBlock) bwd_v8_slab_writer_kernel(BackwardArgs<T> a, SlabArgs sa) {
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; i < sa.slabs;
-       i += warps) {
+  std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  std::int64_t saved = -1;
+  T g = T(0);
+  if (i < sa.slabs && lane < sa.outs) {
+    saved = saved_of(a, i * sa.outs + lane);
+    g = a.dy[i * sa.outs + lane];
+  }
+  for (; i < sa.slabs; i += warps) {
+    const std::int64_t next = i + warps;
+    std::int64_t saved_next = -1;
+    T g_next = T(0);
+    if (next < sa.slabs && lane < sa.outs) {
+      saved_next = saved_of(a, next * sa.outs + lane);
+      g_next = a.dy[next * sa.outs + lane];
+    }
     zero_slab<V>(a, sa, i, lane, 32);
     __syncwarp();  // the zeros before the values: a chosen cell's last store is its value
-    fill_slab(a, sa, i, lane, 32);
-    __syncwarp();
+    if (lane < sa.outs) store_saved(a, sa.dv, i * sa.outs + lane, saved, g);
+    for (std::int64_t j = lane + 32; j < sa.outs; j += 32) store_one_output(a, sa.dv, i * sa.outs + j);
+    saved = saved_next;
+    g = g_next;
   }
 }
 
@@ -140,11 +161,23 @@ void bwd_v8_slab_writer(cudaStream_t s, const BackwardArgs<T>& a) {
   if (const std::string why = bwd_v8_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   const SlabArgs sa = slab_args<T>(a.w);
   const int V = bwd_v8_pack(a, sa);
-  constexpr int kBlock = 256, kWarps = kBlock / 32;
-  const unsigned grid = grid_for((sa.slabs + kWarps - 1) / kWarps * kBlock, kBlock, "bwd_v8_slab_writer");
-  if (V == 4) bwd_v8_slab_writer_kernel<4, T><<<grid, kBlock, 0, s>>>(a, sa);
-  else if (V == 2) bwd_v8_slab_writer_kernel<2, T><<<grid, kBlock, 0, s>>>(a, sa);
-  else bwd_v8_slab_writer_kernel<1, T><<<grid, kBlock, 0, s>>>(a, sa);
+  constexpr int kWarps = kSlabBlock / 32;
+  const auto launch = [&](auto v) {
+    constexpr int kV = decltype(v)::value;
+    static const std::int64_t resident = [] {  // blocks of this kernel the device holds at once
+      int dev = 0, sms = 0, per_sm = 0;
+      TUT_CUDA(cudaGetDevice(&dev));
+      TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v8_slab_writer_kernel<kV, T>, kSlabBlock, 0));
+      return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
+    }();
+    const std::int64_t needed = (sa.slabs + kWarps - 1) / kWarps;
+    const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+    bwd_v8_slab_writer_kernel<kV, T><<<grid, kSlabBlock, 0, s>>>(a, sa);
+  };
+  if (V == 4) launch(std::integral_constant<int, 4>{});
+  else if (V == 2) launch(std::integral_constant<int, 2>{});
+  else launch(std::integral_constant<int, 1>{});
   TUT_CHECK_LAUNCH("bwd_v8_slab_writer_kernel");
 }
 

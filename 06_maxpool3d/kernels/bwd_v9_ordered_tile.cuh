@@ -12,27 +12,37 @@
 // v1's order, so dx has v1's bits, on every run.
 //
 // A block takes a tile, a box of TD x TH x TW cells (x TC channels in NDHWC) of one plane (n, c) in
-// NCDHW or of one sample n in NDHWC, chosen on the host (ordered_plan below), and:
-//   1. zeroes the tile in shared memory;
-//   2. loads the outputs whose windows reach into the tile (its own and a halo), up to 8 per thread,
-//      all loads in flight together; for each, decodes the saved cell, keeps it if it lies in the
-//      tile (and, for an int64 index, in the output's window: an index from elsewhere is dropped,
-//      as the gathers drop it) as its place in the tile and its rank;
-//   3. makes P passes, a barrier before each, adding the dy of its outputs of that rank;
-//   4. writes the tile to dx, every cell once: no zeroing pass over dx, no global atomics.
+// NCDHW or of one sample n in NDHWC, chosen on the host (make_ordered_plan below), and:
+//   1. loads the outputs whose windows reach into the tile (its own and a halo), up to 8 per thread,
+//      all loads in flight while it zeroes the tile in shared memory; then, for each, decodes the
+//      saved cell and keeps it if it lies in the tile (and, for an int64 index, in the output's
+//      window: an index from elsewhere is dropped, as the gathers drop it), as its place in the tile
+//      and its rank;
+//   2. makes P passes, a barrier before each, adding the dy of its outputs of that rank (a thread
+//      skips the passes of ranks it does not hold: a 64-bit mask);
+//   3. writes the tile to dx, a warp per contiguous run (a row of TW cells in NCDHW), every cell
+//      once: no zeroing pass over dx, no global atomics.
 //
 // What changed since v6 (the staged tile, 148 M warp instructions on the stem case against its
 // predicted 27 M, DRAM 19 % busy): v6 staged the outputs, then had one thread per cell search the
 // covering outputs for those that chose it, through masks of slots. Here nothing searches: each
 // output goes straight to its cell, as in the scatter, and the order comes from P barriers instead.
 //
-// Prediction, stem case (8x64x16x56x56, kernel 3 stride 2 padding 1): the host picks tiles whose
-// covering outputs are about 1.5-2 times the tile's own, so dy and the index are read about 1.5-2
-// times (from L2 for the halo), dx written once; per output some 40 instructions (loads, a 32-bit
-// decode of the index, the rank), per cell about 8 (zero, add, write): ~6 M warp instructions, a
-// small fraction of v6's. Bound by memory: near the floor's bytes, so faster than the scatter (which
-// writes dx twice). Kernel 3 stride 1: 27 passes, outputs as many as cells and a halo along D and H,
-// still bound by memory. SASS: no RED or ATOM (tests/test_sass.cpp).
+// A first form of this kernel (H100, Nsight Compute) ran 127 M warp instructions on the stem case,
+// 0.267 of copy (the scatter 0.405): it chose the box by the fewest outputs read per cell alone, so
+// up to a third of a tile lay past the volume's end (TH = 24 on H = 56) and on kernel 2 stride 2 it
+// took 448-cell tiles (1.33 ms); it found each cell's element in dx with three divisions, and every
+// thread compared all 8 slots in every pass. Now the box minimizes an instruction count that charges
+// the empty cells and the tiles' fixed cost, a warp writes a run from one base address, the entries'
+// rows and columns come from a float reciprocal per tile (small_div), and the mask skips passes.
+//
+// Prediction, stem case (8x64x16x56x56, kernel 3 stride 2 padding 1): 16 x 19 x 56 boxes, 0.134
+// outputs read per cell (the outputs are 0.125 per cell: a halo of 7 %); about 60 instructions per
+// output read and 8 per cell: (0.134 x 60 + 8) x 25.7 M / 32 = 13 M warp instructions, so bound by
+// memory: about the floor's bytes, dx written once, faster than the scatter (dx written twice).
+// Kernel 3 stride 1: 27 passes; the outputs are as many as the cells and a block holds 4096, so
+// the boxes are small (16 x 5 x 32) and 1.5 outputs are read per cell. SASS: no RED or ATOM
+// (tests/test_sass.cpp).
 //
 // Measured: see the lesson's backward section (results/).
 #pragma once
@@ -41,14 +51,15 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 namespace ch06 {
 
 inline constexpr int kOrderedBlock = 512;       // threads per block
 inline constexpr int kOrderedPerThread = 8;     // outputs a thread holds (their loads in flight together)
 inline constexpr int kOrderedMaxOutputs = kOrderedBlock * kOrderedPerThread;
-inline constexpr int kOrderedMaxCells = 12288;  // 48 KiB of float
-inline constexpr int kOrderedMaxPasses = 64;    // a rank fits 6 bits of the key
+inline constexpr int kOrderedMaxCells = 24576;  // 96 KiB of float: two blocks per SM
+inline constexpr int kOrderedMaxPasses = 64;    // a rank fits 6 bits of the key, the ranks present 64 bits
 
 struct OrderedTile {
   bool cl = false;                         // NDHWC: TC channels per tile
@@ -57,8 +68,9 @@ struct OrderedTile {
   int m[3] = {1, 1, 1};                    // covering outputs per axis at most: ceil(k / s)
   int passes = 1;                          // m[0] * m[1] * m[2]
   int cells = 1;                           // TD * TH * TW * TC
+  int run = 1;                             // a tile's contiguous runs in dx: TW (NCDHW), TW * C or TC (NDHWC)
   std::int64_t leads = 1, tiles = 1;       // planes (n, c) or samples n; every tile
-  FastDiv by_W, by_H, by_s[3], by_row, by_TH, by_TC;
+  FastDiv by_W, by_H, by_s[3], by_TH, by_TW;
 };
 
 // One tile's box: where it starts, its extent (shorter at the volume's end), and the first covering
@@ -79,11 +91,13 @@ TUT_HD inline TileBox tile_box(const Window& w, const OrderedTile& ot, std::int6
   TileBox b;
   const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
   int j[4];
+  std::uint32_t u = static_cast<std::uint32_t>(t);  // fewer than 2^31 tiles (make_ordered_plan)
   for (int a = 3; a >= 0; --a) {
-    j[a] = static_cast<int>(t % ot.n[a]);
-    t /= ot.n[a];
+    const std::uint32_t q = u / static_cast<std::uint32_t>(ot.n[a]);
+    j[a] = static_cast<int>(u - q * static_cast<std::uint32_t>(ot.n[a]));
+    u = q;
   }
-  b.lead = t;
+  b.lead = u;
   b.c0 = j[3] * ot.t[3];
   b.nc = ot.cl ? (static_cast<int>(w.C) - b.c0 < ot.t[3] ? static_cast<int>(w.C) - b.c0 : ot.t[3]) : 1;
   for (int a = 0; a < 3; ++a) {
@@ -99,33 +113,68 @@ TUT_HD inline TileBox tile_box(const Window& w, const OrderedTile& ot, std::int6
 
 TUT_HD inline int tile_outputs(const TileBox& b) { return b.cnt[0] * b.cnt[1] * b.cnt[2] * b.nc; }
 
-// Output e of the tile's covering outputs (channel fastest in NDHWC, then ow, oh, od): its key,
-// (place in the tile << 6) | rank, or -1 when its saved cell is not in the tile; and its dy.
+// floor(n / d) for 0 <= n and n * d small (below 2^22; here n, d <= 4096 and n * d within the
+// tile's outputs times its rows), from a reciprocal computed once per tile: (n + 0.5) / d lies at
+// least 0.5 / d from an integer, far more than the float's rounding.
+TUT_HD inline int small_div(int n, float inv_d) { return static_cast<int>((static_cast<float>(n) + 0.5f) * inv_d); }
+
+// The reciprocals a tile's threads divide by: output columns (cnt_w * nc), rows (cnt_h), channels.
+struct TileRecip {
+  float cols = 1, rows = 1, ch = 1;
+};
+TUT_HD inline float reciprocal(int d) {
+#if defined(__CUDA_ARCH__)
+  return __fdividef(1.0f, static_cast<float>(d));  // within 2 ulp (MUFU.RCP): small_div's margin is far wider
+#else
+  return 1.0f / static_cast<float>(d);
+#endif
+}
+TUT_HD inline TileRecip tile_recip(const TileBox& b) {
+  TileRecip r;
+  r.cols = reciprocal(b.cnt[2] * b.nc > 0 ? b.cnt[2] * b.nc : 1);
+  r.rows = reciprocal(b.cnt[1] > 0 ? b.cnt[1] : 1);
+  r.ch = reciprocal(b.nc);
+  return r;
+}
+
+// Output e of the tile's covering outputs (channel fastest in NDHWC, then ow, oh, od), from its
+// loads: its output number, and the index and dy read ahead.
 template <class T>
-TUT_HD inline int ordered_entry(const BackwardArgs<T>& a, const OrderedTile& ot, const TileBox& b, int e, T& g) {
-  const Window& w = a.w;
-  int c = 0;
-  if (ot.cl) {
-    c = e % b.nc;
-    e /= b.nc;
-  }
-  const int ow = b.lo[2] + e % b.cnt[2];
-  e /= b.cnt[2];
-  const int oh = b.lo[1] + e % b.cnt[1], od = b.lo[0] + e / b.cnt[1];
-  const std::int64_t o = ot.cl ? (((b.lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW) + ow) * w.C + b.c0 + c
-                               : ((b.lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW) + ow;
-  g = a.dy[o];
+TUT_HD inline std::int64_t ordered_output(const Window& w, const OrderedTile& ot, const TileBox& b, const TileRecip& rc,
+                                          int e, int& od, int& oh, int& ow, int& c) {
+  const int cols = b.cnt[2] * b.nc, row = small_div(e, rc.cols), col = e - row * cols;
+  od = small_div(row, rc.rows);
+  oh = b.lo[1] + row - od * b.cnt[1];
+  od += b.lo[0];
+  c = ot.cl ? col - small_div(col, rc.ch) * b.nc : 0;
+  ow = b.lo[2] + (ot.cl ? small_div(col, rc.ch) : col);
+  return ot.cl ? (((b.lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW) + ow) * w.C + b.c0 + c
+               : ((b.lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW) + ow;
+}
+
+// Output o's saved index as a 32-bit number: the window cell (compact), or the flat index (int64),
+// -1 for one outside the plane (the plane fits 32 bits).
+template <class T>
+TUT_HD inline int saved_as_int(const BackwardArgs<T>& a, std::int64_t o) {
+  if (a.w.indices != IndexFormat::int64) return saved_window_cell(a, o);
+  const std::int64_t f = a.index[o];
+  return f < 0 || f >= a.w.in_plane() ? -1 : static_cast<int>(f);
+}
+
+// The key of an output whose saved index was read (saved_as_int, not -1): (place in the tile << 6)
+// | rank, or -1 when its saved cell is not in the tile (or, for an int64 index, not in its window).
+template <class T>
+TUT_HD inline int ordered_key(const Window& w, const OrderedTile& ot, const TileBox& b, int od, int oh, int ow, int c,
+                              int saved) {
   int x[3];
   if (w.indices == IndexFormat::int64) {
-    const std::int64_t f = a.index[o];
-    if (f < 0 || f >= w.in_plane()) return -1;
-    const std::uint32_t u = static_cast<std::uint32_t>(f), r = ot.by_W.div(u), q = ot.by_H.div(r);
+    const std::uint32_t u = static_cast<std::uint32_t>(saved), r = ot.by_W.div(u), q = ot.by_H.div(r);
     x[2] = static_cast<int>(u - r * static_cast<std::uint32_t>(w.W));
     x[1] = static_cast<int>(r - q * static_cast<std::uint32_t>(w.H));
     x[0] = static_cast<int>(q);
   } else {
     int jd, jh, jw;
-    w.cell_of(saved_window_cell(a, o), jd, jh, jw);
+    w.cell_of(static_cast<int>(saved), jd, jh, jw);
     x[0] = od * w.s[0] - w.p[0] + jd;
     x[1] = oh * w.s[1] - w.p[1] + jh;
     x[2] = ow * w.s[2] - w.p[2] + jw;
@@ -143,60 +192,107 @@ TUT_HD inline int ordered_entry(const BackwardArgs<T>& a, const OrderedTile& ot,
   return (place << 6) | rank;
 }
 
-// Tile cell i (of ot.cells: rows of TW * TC, TH rows per slice) as an element of dx, or -1 when the
-// tile is cut short there.
+// Run r of the tile (ot.cells / ot.run of them, each ot.run cells of shared memory from r * ot.run):
+// its first element in dx, and how many of its cells lie in the volume (0: none).
 template <class T>
-TUT_HD inline std::int64_t ordered_cell_element(const Window& w, const OrderedTile& ot, const TileBox& b, int i) {
-  const std::uint32_t u = static_cast<std::uint32_t>(i), r = ot.by_row.div(u), ld = ot.by_TH.div(r);
-  const int q = static_cast<int>(u - r * static_cast<std::uint32_t>(ot.t[2] * ot.t[3]));
-  const int lh = static_cast<int>(r - ld * static_cast<std::uint32_t>(ot.t[1]));
-  const int lw = static_cast<int>(ot.by_TC.div(static_cast<std::uint32_t>(q))), lc = q - lw * ot.t[3];
-  if (static_cast<int>(ld) >= b.nx[0] || lh >= b.nx[1] || lw >= b.nx[2] || lc >= b.nc) return -1;
-  const std::int64_t d = b.x0[0] + static_cast<int>(ld), h = b.x0[1] + lh, x = b.x0[2] + lw;
-  if (ot.cl) return ((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) * w.C + x * w.C + b.c0 + lc;
-  return ((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) + x;
+TUT_HD inline std::int64_t ordered_run(const Window& w, const OrderedTile& ot, const TileBox& b, int r, int& len) {
+  int lw = 0;
+  std::uint32_t u = static_cast<std::uint32_t>(r);
+  const bool per_position = ot.cl && ot.t[3] < w.C;  // runs of TC channels at one position
+  if (per_position) {
+    const std::uint32_t q = ot.by_TW.div(u);
+    lw = static_cast<int>(u - q * static_cast<std::uint32_t>(ot.t[2]));
+    u = q;
+  }
+  const std::uint32_t ld = ot.by_TH.div(u);
+  const int lh = static_cast<int>(u - ld * static_cast<std::uint32_t>(ot.t[1]));
+  len = 0;
+  if (static_cast<int>(ld) >= b.nx[0] || lh >= b.nx[1] || lw >= b.nx[2]) return 0;
+  const std::int64_t d = b.x0[0] + static_cast<int>(ld), h = b.x0[1] + lh;
+  if (!ot.cl) {
+    len = b.nx[2];
+    return ((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) + b.x0[2];
+  }
+  len = per_position ? b.nc : b.nx[2] * static_cast<int>(w.C);
+  return (((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) + b.x0[2] + lw) * w.C + b.c0;
 }
 
 template <class T>
-__global__ void __launch_bounds__(kOrderedBlock) bwd_v9_ordered_tile_kernel(BackwardArgs<T> a, OrderedTile ot) {
+__global__ void __launch_bounds__(kOrderedBlock, 2) bwd_v9_ordered_tile_kernel(BackwardArgs<T> a, OrderedTile ot) {
   extern __shared__ unsigned char ordered_smem[];
   T* tile = reinterpret_cast<T*>(ordered_smem);
+  const Window& w = a.w;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, runs = ot.cells / ot.run;
   for (std::int64_t t = blockIdx.x; t < ot.tiles; t += gridDim.x) {
-    const TileBox b = tile_box(a.w, ot, t);
-    for (int i = threadIdx.x; i < ot.cells; i += kOrderedBlock) tile[i] = T(0);
+    const TileBox b = tile_box(w, ot, t);
+    const TileRecip rc = tile_recip(b);
     const int outputs = tile_outputs(b);
-    int key[kOrderedPerThread];
+    // The loads first, all in flight while the tile is zeroed.
+    int key[kOrderedPerThread];  // first the saved index (an int64 one outside the plane: -1), then the key
     T g[kOrderedPerThread];
 #pragma unroll
     for (int j = 0; j < kOrderedPerThread; ++j) {
       const int e = threadIdx.x + j * kOrderedBlock;
-      key[j] = e < outputs ? ordered_entry(a, ot, b, e, g[j]) : -1;
+      key[j] = -1;
+      g[j] = T(0);
+      if (e < outputs) {
+        int od, oh, ow, c;
+        const std::int64_t o = ordered_output<T>(w, ot, b, rc, e, od, oh, ow, c);
+        key[j] = saved_as_int(a, o);
+        g[j] = a.dy[o];
+      }
+    }
+    for (int i = threadIdx.x; i < ot.cells; i += kOrderedBlock) tile[i] = T(0);
+    std::uint64_t present = 0;  // the ranks this thread holds
+#pragma unroll
+    for (int j = 0; j < kOrderedPerThread; ++j) {
+      const int e = threadIdx.x + j * kOrderedBlock;
+      if (e < outputs && key[j] >= 0) {
+        int od, oh, ow, c;
+        ordered_output<T>(w, ot, b, rc, e, od, oh, ow, c);
+        key[j] = ordered_key<T>(w, ot, b, od, oh, ow, c, key[j]);
+      } else {
+        key[j] = -1;
+      }
+      if (key[j] >= 0) present |= std::uint64_t{1} << (key[j] & 63);
     }
     for (int p = 0; p < ot.passes; ++p) {
       __syncthreads();  // the zeros, then each rank's adds, before the next rank's
+      if ((present >> p) & 1u) {
 #pragma unroll
-      for (int j = 0; j < kOrderedPerThread; ++j)
-        if (key[j] >= 0 && (key[j] & 63) == p) tile[key[j] >> 6] += g[j];
+        for (int j = 0; j < kOrderedPerThread; ++j)
+          if (key[j] >= 0 && (key[j] & 63) == p) tile[key[j] >> 6] += g[j];
+      }
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < ot.cells; i += kOrderedBlock) {
-      const std::int64_t e = ordered_cell_element<T>(a.w, ot, b, i);
-      if (e >= 0) a.dx[e] = tile[i];
+    // A warp per run of contiguous dx, its lanes along the run.
+    for (int r = warp; r < runs; r += kOrderedBlock / 32) {
+      int len;
+      const std::int64_t base = ordered_run<T>(w, ot, b, r, len);
+      const T* src = tile + r * ot.run;
+      for (int q = lane; q < len; q += 32) a.dx[base + q] = src[q];
     }
     __syncthreads();  // the tile is read before the next one zeroes it
   }
 }
 
-// The most covering outputs along an axis over every tile of T cells.
-inline int most_covering(int in, int T, int k, int s, int p, int out) {
+// Along an axis, over the tiles of T cells: the most covering outputs of one tile, and their sum.
+struct AxisTiles {
   int most = 0;
+  std::int64_t sum = 0, tiles = 0;
+};
+inline AxisTiles axis_tiles(int in, int T, int k, int s, int p, int out) {
+  AxisTiles at;
   const FastDiv by_s(s);
   for (int x0 = 0; x0 < in; x0 += T) {
     const int n = std::min(T, in - x0), lo = first_covering(x0, k, s, p, by_s);
     const int hi = std::min(out - 1, (x0 + n - 1 + p) / s);
-    most = std::max(most, hi - lo + 1);
+    const int cnt = std::max(0, hi - lo + 1);
+    at.most = std::max(at.most, cnt);
+    at.sum += cnt;
+    ++at.tiles;
   }
-  return most;
+  return at;
 }
 
 // The rest of a tiling once its box (t) is chosen: counts, ranks and divisors. The CPU tests call it
@@ -205,41 +301,44 @@ inline void finish_ordered_tile(const Window& w, OrderedTile& ot) {
   const int in[3] = {w.D, w.H, w.W};
   ot.cl = w.layout == Layout::ndhwc && w.C > 1;
   if (!ot.cl) ot.t[3] = 1;
+  if (ot.t[3] > w.C) ot.t[3] = static_cast<int>(w.C);
   for (int a = 0; a < 3; ++a) {
+    if (ot.t[a] > in[a]) ot.t[a] = in[a];
     ot.m[a] = (w.k[a] + w.s[a] - 1) / w.s[a];
     ot.n[a] = (in[a] + ot.t[a] - 1) / ot.t[a];
   }
   ot.passes = ot.m[0] * ot.m[1] * ot.m[2];
   ot.n[3] = ot.cl ? static_cast<int>((w.C + ot.t[3] - 1) / ot.t[3]) : 1;
   ot.cells = ot.t[0] * ot.t[1] * ot.t[2] * ot.t[3];
+  ot.run = !ot.cl ? ot.t[2] : ot.t[3] < w.C ? ot.t[3] : ot.t[2] * ot.t[3];
   ot.leads = ot.cl ? w.N : w.N * w.C;
   ot.tiles = ot.leads * ot.n[0] * ot.n[1] * ot.n[2] * ot.n[3];
   ot.by_W = FastDiv(w.W);
   ot.by_H = FastDiv(w.H);
   for (int a = 0; a < 3; ++a) ot.by_s[a] = FastDiv(w.s[a]);
-  ot.by_row = FastDiv(ot.t[2] * ot.t[3]);
   ot.by_TH = FastDiv(ot.t[1]);
-  ot.by_TC = FastDiv(ot.t[3]);
+  ot.by_TW = FastDiv(ot.t[2]);
 }
 
 struct OrderedPlan {
   std::string refused;  // "" when taken
   OrderedTile ot;
-  double reads_per_cell = 0;  // covering outputs per tile cell, at most
+  double reads_per_cell = 0;  // covering outputs read per cell of dx, over every tile
 };
 
 // The tiling: among boxes of at most kOrderedMaxCells cells whose covering outputs fit the block
-// (kOrderedMaxOutputs), rows of at least 32 elements where the volume has them, the one that reads
-// the fewest outputs per cell (the smallest halo).
+// (kOrderedMaxOutputs), with runs of at least 32 elements where the volume has them, the one with
+// the fewest instructions by a simple count: about 60 per output read (its halo included), 8 per
+// tile cell (cells past the volume's end included), and per tile and thread 6 per pass and 40.
 inline OrderedPlan make_ordered_plan(const Window& w) {
   OrderedPlan plan;
   if (w.dilated()) return plan.refused = "bwd_v9_ordered_tile takes dilation 1 only (v1 takes any)", plan;
   if (!plane_fits_32_bits(w)) return plan.refused = "bwd_v9_ordered_tile indexes a plane in 32 bits; this one is larger", plan;
   OrderedTile& ot = plan.ot;
   ot.cl = w.layout == Layout::ndhwc && w.C > 1;
-  for (int a = 0; a < 3; ++a) ot.m[a] = (w.k[a] + w.s[a] - 1) / w.s[a];
-  ot.passes = ot.m[0] * ot.m[1] * ot.m[2];
-  if (ot.passes > kOrderedMaxPasses)
+  int passes = 1;
+  for (int a = 0; a < 3; ++a) passes *= (w.k[a] + w.s[a] - 1) / w.s[a];
+  if (passes > kOrderedMaxPasses)
     return plan.refused = "bwd_v9_ordered_tile: more than 64 ranks (ceil(k / s) over the three axes)", plan;
   const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
   const int C = static_cast<int>(std::min<std::int64_t>(w.C, 1 << 20));
@@ -250,33 +349,44 @@ inline OrderedPlan make_ordered_plan(const Window& w) {
       if (tc <= C && std::find(tcs.begin(), tcs.end(), tc) == tcs.end()) tcs.push_back(tc);
   }
   std::vector<int> tws = {w.W};
-  for (int tw : {64, 32, 16, 8, 4})
+  for (int tw : {128, 64, 32, 16, 8, 4})
     if (tw < w.W) tws.push_back(tw);
-  const auto covering = [&](int a, int T) { return most_covering(in[a], T, w.k[a], w.s[a], w.p[a], out[a]); };
-  std::vector<int> cd(17), ch(65);
-  for (int T = 1; T <= std::min(w.D, 16); ++T) cd[T] = covering(0, T);
-  for (int T = 1; T <= std::min(w.H, 64); ++T) ch[T] = covering(1, T);
+  const auto axis = [&](int a, int T) { return axis_tiles(in[a], T, w.k[a], w.s[a], w.p[a], out[a]); };
+  const int maxd = std::min(w.D, 32), maxh = std::min(w.H, 64);
+  std::vector<AxisTiles> ad(static_cast<std::size_t>(maxd) + 1), ah(static_cast<std::size_t>(maxh) + 1);
+  for (int T = 1; T <= maxd; ++T) ad[static_cast<std::size_t>(T)] = axis(0, T);
+  for (int T = 1; T <= maxh; ++T) ah[static_cast<std::size_t>(T)] = axis(1, T);
+  const std::int64_t leads = ot.cl ? w.N : w.N * w.C;
+  const double useful = static_cast<double>(w.in_numel());
   const int row_wanted = static_cast<int>(std::min<std::int64_t>(32, static_cast<std::int64_t>(w.W) * C));
-  double best = 1e30;
+  double best = 1e300, best_reads = 0;
   for (int tc : tcs)
     for (int tw : tws) {
-      if (tw * tc < row_wanted) continue;
-      const int cw = covering(2, tw);
-      for (int td = 1; td <= std::min(w.D, 16); ++td)
-        for (int th = 1; th <= std::min(w.H, 64); ++th) {
+      const int run = !ot.cl ? tw : tc < C ? tc : tw * tc;
+      if (run < row_wanted && !(ot.cl && tc < C && tc >= 8)) continue;
+      const AxisTiles aw = axis(2, tw);
+      const std::int64_t ctiles = ot.cl ? (C + tc - 1) / tc : 1;
+      for (int td = 1; td <= maxd; ++td)
+        for (int th = 1; th <= maxh; ++th) {
+          const AxisTiles& x = ad[static_cast<std::size_t>(td)];
+          const AxisTiles& y = ah[static_cast<std::size_t>(th)];
           const std::int64_t cells = static_cast<std::int64_t>(td) * th * tw * tc;
-          const std::int64_t outs = static_cast<std::int64_t>(cd[td]) * ch[th] * cw * tc;
-          if (cells > kOrderedMaxCells || outs > kOrderedMaxOutputs) continue;
-          const double reads = static_cast<double>(outs) / static_cast<double>(cells);
-          if (reads < best - 1e-9) {
-            best = reads;
+          const std::int64_t most = static_cast<std::int64_t>(x.most) * y.most * aw.most * tc;
+          if (cells > kOrderedMaxCells || most > kOrderedMaxOutputs) continue;
+          const double tiles = static_cast<double>(leads) * x.tiles * y.tiles * aw.tiles * ctiles;
+          const double reads = static_cast<double>(leads) * x.sum * y.sum * aw.sum * (ot.cl ? C : 1);
+          const double cost = 60.0 * reads + 8.0 * tiles * cells + tiles * kOrderedBlock * (6.0 * passes + 40.0);
+          if (cost < best * (1 - 1e-9)) {
+            best = cost;
+            best_reads = reads / useful;
             ot.t[0] = td, ot.t[1] = th, ot.t[2] = tw, ot.t[3] = tc;
           }
         }
     }
-  if (best > 1e29) return plan.refused = "bwd_v9_ordered_tile: no tile whose covering outputs fit a block", plan;
-  plan.reads_per_cell = best;
+  if (best > 1e299) return plan.refused = "bwd_v9_ordered_tile: no tile whose covering outputs fit a block", plan;
+  plan.reads_per_cell = best_reads;
   finish_ordered_tile(w, ot);
+  if (ot.tiles > kMaxInt32) return plan.refused = "bwd_v9_ordered_tile numbers its tiles in 32 bits; this case has more", plan;
   return plan;
 }
 
@@ -312,8 +422,10 @@ void bwd_v9_ordered_tile(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v9_ordered_tile");
   const OrderedPlan plan = ordered_plan(a.w);
   if (!plan.refused.empty()) throw tut::Unsupported(plan.refused);
-  static const std::int64_t resident = [] {  // blocks the device holds at once
+  static const std::int64_t resident = [] {  // blocks the device holds at once, with the largest tile
     int dev = 0, sms = 0, per_sm = 0;
+    TUT_CUDA(cudaFuncSetAttribute(bwd_v9_ordered_tile_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kOrderedMaxCells * sizeof(T))));
     TUT_CUDA(cudaGetDevice(&dev));
     TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v9_ordered_tile_kernel<T>, kOrderedBlock,

@@ -573,14 +573,22 @@ namespace {
 void run_ordered_on_host(HostBackward& hb, const ch06::OrderedTile& ot, int& collisions, std::int64_t& added) {
   const auto a = hb.args();
   std::vector<float> tile(static_cast<std::size_t>(ot.cells));
+  REQUIRE(ot.cells % ot.run == 0);
   for (std::int64_t t = 0; t < ot.tiles; ++t) {
     const auto b = ch06::tile_box(hb.w, ot, t);
+    const auto rc = ch06::tile_recip(b);
     std::fill(tile.begin(), tile.end(), 0.0f);
     const int outputs = ch06::tile_outputs(b);
     REQUIRE(outputs <= ch06::kOrderedMaxOutputs);
     std::vector<int> key(static_cast<std::size_t>(outputs));
     std::vector<float> g(static_cast<std::size_t>(outputs));
-    for (int e = 0; e < outputs; ++e) key[static_cast<std::size_t>(e)] = ch06::ordered_entry(a, ot, b, e, g[static_cast<std::size_t>(e)]);
+    for (int e = 0; e < outputs; ++e) {
+      int od, oh, ow, c;
+      const std::int64_t o = ch06::ordered_output<float>(hb.w, ot, b, rc, e, od, oh, ow, c);
+      const int saved = ch06::saved_as_int(a, o);
+      key[static_cast<std::size_t>(e)] = saved < 0 ? -1 : ch06::ordered_key<float>(hb.w, ot, b, od, oh, ow, c, saved);
+      g[static_cast<std::size_t>(e)] = a.dy[o];
+    }
     for (int p = 0; p < ot.passes; ++p) {
       std::vector<int> hits(tile.size(), 0);
       for (int e = 0; e < outputs; ++e) {
@@ -591,9 +599,11 @@ void run_ordered_on_host(HostBackward& hb, const ch06::OrderedTile& ot, int& col
         ++added;
       }
     }
-    for (int i = 0; i < ot.cells; ++i) {
-      const std::int64_t e = ch06::ordered_cell_element<float>(hb.w, ot, b, i);
-      if (e >= 0) hb.dx[static_cast<std::size_t>(e)] = tile[static_cast<std::size_t>(i)];
+    for (int r = 0; r < ot.cells / ot.run; ++r) {
+      int len = 0;
+      const std::int64_t base = ch06::ordered_run<float>(hb.w, ot, b, r, len);
+      for (int q = 0; q < len; ++q)
+        hb.dx[static_cast<std::size_t>(base + q)] = tile[static_cast<std::size_t>(r * ot.run + q)];
     }
   }
 }
