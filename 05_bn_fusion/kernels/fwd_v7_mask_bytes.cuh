@@ -4,7 +4,7 @@
 // What changed since v5. A half pack is 8 consecutive elements, and 8 elements are exactly one byte
 // of the mask (tut/bitmask.cuh: byte b holds elements 8b .. 8b + 7, bit j for element 8b + j). v5
 // builds each word from eight ballots of its warp and a bit interleave (word_from_ballots<8>), then
-// lets eight lanes store the eight words: on the H100 that is some 90 instructions per pack of the
+// lets eight lanes store the eight words: on sm_90 that is about 100 instructions per pack of the
 // warp, more than the arithmetic of its 8 elements. Here each thread packs its own 8 bits into a
 // byte and stores it: no vote, no shuffle, no interleave. With no warp-wide step left, a thread walks
 // its own packs to their end (v4's loop ran every lane to the warp's longest count for the ballots),
@@ -15,10 +15,16 @@
 // Bytes: v5's. Instructions: Nsight Compute counted 72.9 M warp instructions for v5 at
 // 64x64x112x112 half NHWC against 47.9 M for cuDNN's fused kernel, issued on 51 % of cycles, with
 // the DRAM busy 54 % of the time against cuDNN's 68 %.
-// Prediction: phase 3's loop body is 141 SASS instructions per pack against v5's 240 (counted
-// between two stores of the mask in cuobjdump's listing): 64x64x112x112 has 0.2 M packs per warp,
-// so some 20 M fewer warp instructions, 27 % of v5's; phase 3 ends earlier by up to that share.
+// Prediction: the vote, shuffle and interleave part of phase 3's loop gone, at least 80 SASS
+// instructions per pack (tests/test_sass.cpp checks it: 960 against 1383 for the loop's four packs
+// on sm_90); 64x64x112x112 has 6.4 M packs, 32 to a warp instruction: at least 16 M fewer warp
+// instructions, a fifth of v5's; phase 3 ends earlier by up to that share.
 // Evidence: smsp__inst_executed.sum and the time, v5 against v7 (Nsight Compute), and the benchmark.
+// Measured on the H100 at 64x64x112x112 NHWC (results/NVIDIA_H100_80GB_HBM3.ncu_half.csv and
+// ..._bn_relu_f16_v7.json): 52.2 M warp instructions against v5's 72.9 M, DRAM busy 59.0 % against
+// 53.9 %; 0.1298 ms against v5's 0.1464 and cuDNN's fused 0.1158 in the same run; the Add form
+// 0.1589 against cuDNN's 0.1647. In NCHW at 128x256x28x28 (H*W = 784, not a multiple of 32, where
+// v5 runs v3) it is slower than v5: 0.0855 against 0.0755.
 //
 // The trap: a byte store from every thread looks like a read-modify-write of the word around it;
 // it is not (the GPU stores bytes), so threads writing bytes of one word need no atomics. The

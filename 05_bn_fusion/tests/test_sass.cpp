@@ -140,23 +140,30 @@ TEST_CASE("v5: the cache is 16-byte shared-memory stores in phase 1 and loads in
           tut::count_memory_ops(kernel("fwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 1, 4> >"), op, 128));
 }
 
+// Among the loops that store 16-byte packs, the one that issues the most 16-byte loads before its
+// first store (phase 3's main loop), and that count.
+std::pair<std::vector<tut::SassInstruction>, int> phase3_loop(const tut::SassKernel& k) {
+  int most = 0;
+  std::vector<tut::SassInstruction> body;
+  for (const auto& loop : tut::loops(k)) {
+    if (count_in(loop, "STG", 128) == 0) continue;
+    int before = 0;
+    for (const auto& i : loop) {
+      if (i.opcode.rfind("STG", 0) == 0) break;
+      if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
+    }
+    if (before > most) most = before, body = loop;
+  }
+  return {body, most};
+}
+
 TEST_CASE("v7: phase 3's loop stores a byte of the mask per pack, with no vote, 64 bytes loaded first, no spill" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"fwd_v7_mask_bytes_kernel<__half, false, ch05::SmemCache<__half, 1, 3> >",
                            "fwd_v7_mask_bytes_kernel<__half, true, ch05::SmemCache<__half, 1, 3> >"}) {
     const auto& k = kernel(name);
     INFO(k.name);
-    int most = 0;
-    std::vector<tut::SassInstruction> body;
-    for (const auto& loop : tut::loops(k)) {
-      if (count_in(loop, "STG", 128) == 0) continue;
-      int before = 0;
-      for (const auto& i : loop) {
-        if (i.opcode.rfind("STG", 0) == 0) break;
-        if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
-      }
-      if (before > most) most = before, body = loop;
-    }
+    const auto [body, most] = phase3_loop(k);
     CHECK(most >= 4);
     CHECK(count_in(body, "STG", 8) >= 1);
     CHECK(count_in(body, "VOTE") == 0);
@@ -164,6 +171,13 @@ TEST_CASE("v7: phase 3's loop stores a byte of the mask per pack, with no vote, 
     CHECK(count_in(body, "LDL") == 0);
     CHECK(count_in(body, "STL") == 0);
   }
+  // The votes, shuffles and bit interleave v5 spends on the mask words are gone: v7's loop (the same
+  // four packs) is at least 80 instructions per pack shorter than v5's (on sm_90 with nvcc 13.0:
+  // 960 against 1383).
+  const auto v5 = phase3_loop(kernel("fwd_v4_own_packs_kernel<8, __half, false, ch05::SmemCache<__half, 1, 3> >")).first;
+  const auto v7 = phase3_loop(kernel("fwd_v7_mask_bytes_kernel<__half, false, ch05::SmemCache<__half, 1, 3> >")).first;
+  MESSAGE("phase 3's loop: v5 ", v5.size(), " instructions, v7 ", v7.size());
+  CHECK(v7.size() + 4 * 80 <= v5.size());
 }
 
 TEST_CASE("the backward's dx pass: 16-byte dy and x, one 16-byte store of dx (and of dr)" * doctest::skip(kNoCuobjdump)) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Our best version against cuDNN, case by case, from a benchmark's JSON (results/<gpu>.json, or a
+file of one problem's suite): for each problem and case, the fastest of our versions that passed,
+cuDNN's fastest accepted path, and our time over cuDNN's (below 1: ours is faster). Every number
+comes from the one process that wrote the file.
+
+  tools/cudnn_suite.py results/NVIDIA_H100_80GB_HBM3.json [more.json ...]
+"""
+import json
+import sys
+
+
+def rows(path):
+    doc = json.load(open(path, encoding="utf-8"))
+    cases = {}
+    for r in doc["runs"]:
+        if r["check"] != "pass":
+            continue
+        cases.setdefault((r["problem"], r["case"]), []).append(r)
+    print(f"{path}: {doc['gpu']}, {doc['date']}, commit {doc['commit']}")
+    print(f"{'problem':26s} {'case':32s} {'ours, fastest':>28s} {'cuDNN, fastest accepted':>36s} {'ours/cuDNN':>10s}")
+    ahead = behind = 0
+    for (problem, case), runs in cases.items():
+        ours = [r for r in runs if r["kind"] == "own"]
+        lib = [r for r in runs if r.get("library") == "cuDNN"]
+        if not ours or not lib:
+            continue
+        o = min(ours, key=lambda r: r["ms_median"])
+        c = min(lib, key=lambda r: r["ms_median"])
+        short = " ".join(case.split()[:2])
+        ratio = o["ms_median"] / c["ms_median"]
+        ahead, behind = ahead + (ratio <= 1), behind + (ratio > 1)
+        print(f"{problem:26s} {short:32s} {o['version']:>18s} {o['ms_median']:.4f} ms "
+              f"{c['version']:>26s} {c['ms_median']:.4f} ms {ratio:10.3f}")
+    print(f"cases cuDNN accepted: {ahead + behind}   ours at least as fast: {ahead}   ours slower: {behind}")
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    for i, path in enumerate(sys.argv[1:]):
+        if i:
+            print()
+        rows(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
