@@ -2,7 +2,7 @@
 """Nsight Compute on the suite cases the lesson discusses: each (case, version) pair once, under
 `ncu --profile-from-start off`, the counters below per kernel, into one CSV.
 
-  profile_cases.py --build BUILD OUT.csv [--budget SECONDS]
+  profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX]
 
 BUILD is a build whose benchmark is BUILD/subprojects/06_maxpool3d/tut/bench_06_maxpool3d (the
 repository's build; for this chapter built alone, a folder whose subprojects/06_maxpool3d/tut links to
@@ -58,13 +58,13 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 PAIRS = [
     ("bwd", B, STEM + " indices=int64", ["v0_scatter_atomic", "v9_ordered_tile", "v6_staged_tile", "v4_tile_mask",
                                          "aten.max_pool3d_with_indices_backward"]),
-    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v0_scatter_atomic", "v5_chunk_writer", "v7_zero_then_store",
-                                              "v8_slab_writer", "v3_segment_writer",
-                                              "aten.max_pool3d_with_indices_backward"]),
-    ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v5_chunk_writer", "v7_zero_then_store", "v8_slab_writer"]),
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v0_scatter_atomic", "v7_zero_then_store", "v8_slab_writer",
+                                              "v5_chunk_writer", "aten.max_pool3d_with_indices_backward"]),
     ("bwd_s1", B, S1 + " indices=int64", ["v0_scatter_atomic", "v9_ordered_tile", "v6_staged_tile"]),
-    ("bwd_stem_cl", B, STEM + " layout=NDHWC indices=int64", ["v0_scatter_atomic", "v9_ordered_tile"]),
+    ("bwd_stem_cl", B, STEM + " layout=NDHWC indices=int64", ["v0_scatter_atomic", "v9_ordered_tile", "v6_staged_tile"]),
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v0_scatter_atomic", "v6_staged_tile", "v4_tile_mask"]),
+    ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v5_chunk_writer", "v7_zero_then_store", "v8_slab_writer"]),
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v3_segment_writer"]),
     ("bwd_halve", B, HALVE + " indices=int64", ["v0_scatter_atomic", "v3_segment_writer", "v5_chunk_writer"]),
     ("k4s4", F, K4S4, ["v2_interior_border", "v6_separable", "v8_wide_loads"]),
     ("k8on8", F, K8ON8, ["v2_interior_border", "v6_separable", "v8_wide_loads"]),
@@ -109,6 +109,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True)
     ap.add_argument("--budget", type=float, default=1e9, help="stop starting new pairs after this many seconds")
+    ap.add_argument("--tags", default="", help="only the pairs whose tag starts with this (bwd: the backward's)")
     ap.add_argument("out")
     args = ap.parse_args()
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
@@ -120,6 +121,8 @@ def main():
     peers = os.path.join(ROOT, "common", "tools", "torch_peers.py")
     rows, start = [], time.time()
     for tag, problem, text, versions in PAIRS:
+        if not tag.startswith(args.tags):
+            continue
         shape, *params = text.split()
         for version in versions:
             if time.time() - start > args.budget:

@@ -261,7 +261,7 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v8_slab_writer<T>, bwd_v8_kernels<T>(), &bwd_v8_refuses<T>),
       backward_version<T>("v9_ordered_tile", "deterministic, overlapping windows: a dx tile in shared memory, outputs added rank by rank between barriers",
                           &bwd_v9_ordered_tile<T>, {TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>)}, &bwd_v9_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v3 or v5 without overlap, v6 with, else v1",
+      backward_version<T>("auto", "the deterministic backward a user calls: v3 or v7 without overlap, v9 or v6 with, else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

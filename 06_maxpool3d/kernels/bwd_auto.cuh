@@ -2,17 +2,19 @@
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
 //   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v3 where an
-//      output owns fewer than 64 cells, else v5, a thread per 16-byte chunk of dx;
-//   2. overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
-//   3. anything else (dilated overlapping windows, or larger windows over small strides): v1.
+//      output owns fewer than 64 cells, else v7, a memset and a plain store per output;
+//   2. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
+//   3. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
+//   4. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.
 #pragma once
 
 #include "kernels/bwd_auto_rule.cuh"
 #include "kernels/bwd_v1_gather.cuh"
 #include "kernels/bwd_v3_segment_writer.cuh"
-#include "kernels/bwd_v5_chunk_writer.cuh"
 #include "kernels/bwd_v6_staged_tile.cuh"
+#include "kernels/bwd_v7_zero_then_store.cuh"
+#include "kernels/bwd_v9_ordered_tile.cuh"
 
 namespace ch06 {
 
@@ -20,8 +22,9 @@ template <class T>
 void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
   switch (bwd_pick(a.w)) {
     case BwdPick::v3_segment_writer: return bwd_v3_segment_writer(s, a);
-    case BwdPick::v5_chunk_writer: return bwd_v5_chunk_writer(s, a);
     case BwdPick::v6_staged_tile: return bwd_v6_staged_tile(s, a);
+    case BwdPick::v7_zero_then_store: return bwd_v7_zero_then_store(s, a);
+    case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

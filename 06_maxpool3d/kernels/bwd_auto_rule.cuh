@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/bwd_v6_staged_tile.cuh"  // bwd_v6_refuses
+#include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -17,29 +18,37 @@ inline std::string tile_mask_refuses(const Window& w) {
   return {};
 }
 
-enum class BwdPick { v1_gather, v3_segment_writer, v5_chunk_writer, v6_staged_tile };
+enum class BwdPick { v1_gather, v3_segment_writer, v6_staged_tile, v7_zero_then_store, v9_ordered_tile };
 
 inline const char* bwd_pick_name(BwdPick p) {
   switch (p) {
     case BwdPick::v3_segment_writer: return "v3_segment_writer";
-    case BwdPick::v5_chunk_writer: return "v5_chunk_writer";
     case BwdPick::v6_staged_tile: return "v6_staged_tile";
+    case BwdPick::v7_zero_then_store: return "v7_zero_then_store";
+    case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
     default: return "v1_gather";
   }
 }
 
 //   1. windows that do not overlap: each output owns a segment of s0 * s1 * s2 cells. Small
 //      segments (fewer than 64 cells, kernel 2 stride 2 in the suite): v3, a thread per output's
-//      piece of a slice, one index read for several stores. Larger ones (kernel 8 stride 8): v5,
-//      a thread per 16-byte chunk of dx, which writes like a memset where v3's threads wrote 8
-//      rows each, one after another;
-//   2. overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H, a
-//      tile that fits its shared memory): v6;
-//   3. anything else: v1.
+//      piece of a slice, one index read for several stores. Larger ones (kernel 8 stride 8): v7,
+//      a memset and a plain store per output: on the H100 0.90-0.92 of copy where the single
+//      writers reached 0.85-0.87 (v8) and 0.50 (v5);
+//   2. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
+//      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
+//      27 ranks) its passes and the halo of outputs read cost more than v6's search;
+//   3. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
+//      a tile that fits its shared memory): v6;
+//   4. anything else: v1.
+inline constexpr int kOrderedAutoMaxRanks = 8;
+
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w))
-    return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v5_chunk_writer
+    return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
+  const OrderedPlan plan = ordered_plan(w);
+  if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
   return BwdPick::v1_gather;
 }

@@ -50,6 +50,7 @@
 #include "kernels/bwd.cuh"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <vector>
 
@@ -60,6 +61,7 @@ inline constexpr int kOrderedPerThread = 8;     // outputs a thread holds (their
 inline constexpr int kOrderedMaxOutputs = kOrderedBlock * kOrderedPerThread;
 inline constexpr int kOrderedMaxCells = 24576;  // 96 KiB of float: two blocks per SM
 inline constexpr int kOrderedMaxPasses = 64;    // a rank fits 6 bits of the key, the ranks present 64 bits
+inline constexpr int kOrderedMaxKernel = 64;    // window cells per axis (the rank table)
 
 struct OrderedTile {
   bool cl = false;                         // NDHWC: TC channels per tile
@@ -68,7 +70,9 @@ struct OrderedTile {
   int m[3] = {1, 1, 1};                    // covering outputs per axis at most: ceil(k / s)
   int passes = 1;                          // m[0] * m[1] * m[2]
   int cells = 1;                           // TD * TH * TW * TC
-  int run = 1;                             // a tile's contiguous runs in dx: TW (NCDHW), TW * C or TC (NDHWC)
+  int run = 1;                             // a tile's contiguous runs in dx (ordered_run), in cells
+  bool slices = false;                     // whole rows (TW = W, and TC = C in NDHWC): a run per slice
+  unsigned char rank_of[3][kOrderedMaxKernel];  // per axis and place r in the window: floor((k - 1 - r) / s)
   std::int64_t leads = 1, tiles = 1;       // planes (n, c) or samples n; every tile
   FastDiv by_W, by_H, by_s[3], by_TH, by_TW;
 };
@@ -148,8 +152,10 @@ TUT_HD inline std::int64_t ordered_output(const Window& w, const OrderedTile& ot
   od += b.lo[0];
   c = ot.cl ? col - small_div(col, rc.ch) * b.nc : 0;
   ow = b.lo[2] + (ot.cl ? small_div(col, rc.ch) : col);
-  return ot.cl ? (((b.lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW) + ow) * w.C + b.c0 + c
-               : ((b.lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW) + ow;
+  // The place in the output plane in 32 bits (an output plane is smaller than the input's, which
+  // fits), the rest in 64.
+  const int in_plane = (od * w.oH + oh) * w.oW + ow;
+  return ot.cl ? (b.lead * w.out_plane() + in_plane) * w.C + b.c0 + c : b.lead * w.out_plane() + in_plane;
 }
 
 // Output o's saved index as a 32-bit number: the window cell (compact), or the flat index (int64),
@@ -184,37 +190,48 @@ TUT_HD inline int ordered_key(const Window& w, const OrderedTile& ot, const Tile
   for (int ax = 0; ax < 3; ++ax) {
     const int r = x[ax] - (os[ax] * w.s[ax] - w.p[ax]);  // the cell's place in the window
     const int l = x[ax] - b.x0[ax];                       // and in the tile
-    if (r < 0 || r >= w.k[ax] || l < 0 || l >= b.nx[ax]) return -1;
+    if ((static_cast<unsigned>(r) >= static_cast<unsigned>(w.k[ax])) |
+        (static_cast<unsigned>(l) >= static_cast<unsigned>(b.nx[ax])))
+      return -1;
     place = place * ot.t[ax] + l;
-    rank = rank * ot.m[ax] + (os[ax] - first_covering(x[ax], w.k[ax], w.s[ax], w.p[ax], ot.by_s[ax]));
+    // The rank: o - lo(x), and lo(x) = max(0, o + ceil((r - k + 1) / s)), so it is
+    // min(o, floor((k - 1 - r) / s)), a table of r (OrderedTile::rank_of).
+    const int from_r = ot.rank_of[ax][r];
+    rank = rank * ot.m[ax] + (os[ax] < from_r ? os[ax] : from_r);
   }
   place = place * ot.t[3] + c;
   return (place << 6) | rank;
 }
 
 // Run r of the tile (ot.cells / ot.run of them, each ot.run cells of shared memory from r * ot.run):
-// its first element in dx, and how many of its cells lie in the volume (0: none).
+// its first element in dx, and how many of its cells lie in the volume (0: none). A run is a span of
+// dx that is contiguous: in NCDHW a slice's TH rows when the tile has whole rows (TW = W), else one
+// row; in NDHWC with every channel (TC = C) the same with C per position, else TC channels of one
+// position.
 template <class T>
 TUT_HD inline std::int64_t ordered_run(const Window& w, const OrderedTile& ot, const TileBox& b, int r, int& len) {
-  int lw = 0;
-  std::uint32_t u = static_cast<std::uint32_t>(r);
-  const bool per_position = ot.cl && ot.t[3] < w.C;  // runs of TC channels at one position
-  if (per_position) {
-    const std::uint32_t q = ot.by_TW.div(u);
-    lw = static_cast<int>(u - q * static_cast<std::uint32_t>(ot.t[2]));
-    u = q;
-  }
-  const std::uint32_t ld = ot.by_TH.div(u);
-  const int lh = static_cast<int>(u - ld * static_cast<std::uint32_t>(ot.t[1]));
   len = 0;
-  if (static_cast<int>(ld) >= b.nx[0] || lh >= b.nx[1] || lw >= b.nx[2]) return 0;
-  const std::int64_t d = b.x0[0] + static_cast<int>(ld), h = b.x0[1] + lh;
-  if (!ot.cl) {
-    len = b.nx[2];
-    return ((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) + b.x0[2];
+  const std::int64_t C = ot.cl ? w.C : 1;
+  int ld, lh = 0, lw = 0;
+  if (ot.slices) {  // whole rows: one run per slice
+    ld = r;
+  } else {
+    std::uint32_t u = static_cast<std::uint32_t>(r);
+    if (ot.cl && ot.t[3] < w.C) {  // runs of TC channels at one position
+      const std::uint32_t q = ot.by_TW.div(u);
+      lw = static_cast<int>(u - q * static_cast<std::uint32_t>(ot.t[2]));
+      u = q;
+    }
+    const std::uint32_t q = ot.by_TH.div(u);
+    lh = static_cast<int>(u - q * static_cast<std::uint32_t>(ot.t[1]));
+    ld = static_cast<int>(q);
   }
-  len = per_position ? b.nc : b.nx[2] * static_cast<int>(w.C);
-  return (((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) + b.x0[2] + lw) * w.C + b.c0;
+  if (ld >= b.nx[0] || lh >= b.nx[1] || lw >= b.nx[2]) return 0;
+  const std::int64_t d = b.x0[0] + ld, h = b.x0[1] + lh;
+  if (ot.slices) len = b.nx[1] * w.W * static_cast<int>(C);
+  else if (ot.cl && ot.t[3] < w.C) len = b.nc;
+  else len = b.nx[2] * static_cast<int>(C);
+  return (((b.lead * w.D + d) * w.H + h) * static_cast<std::int64_t>(w.W) + b.x0[2] + lw) * C + b.c0;
 }
 
 template <class T>
@@ -308,9 +325,13 @@ inline void finish_ordered_tile(const Window& w, OrderedTile& ot) {
     ot.n[a] = (in[a] + ot.t[a] - 1) / ot.t[a];
   }
   ot.passes = ot.m[0] * ot.m[1] * ot.m[2];
+  for (int a = 0; a < 3; ++a)
+    for (int r = 0; r < kOrderedMaxKernel; ++r)
+      ot.rank_of[a][r] = static_cast<unsigned char>(r < w.k[a] ? (w.k[a] - 1 - r) / w.s[a] : 0);
   ot.n[3] = ot.cl ? static_cast<int>((w.C + ot.t[3] - 1) / ot.t[3]) : 1;
   ot.cells = ot.t[0] * ot.t[1] * ot.t[2] * ot.t[3];
-  ot.run = !ot.cl ? ot.t[2] : ot.t[3] < w.C ? ot.t[3] : ot.t[2] * ot.t[3];
+  ot.slices = ot.t[2] == w.W && (!ot.cl || ot.t[3] == w.C);
+  ot.run = ot.slices ? ot.t[1] * ot.t[2] * ot.t[3] : !ot.cl ? ot.t[2] : ot.t[3] < w.C ? ot.t[3] : ot.t[2] * ot.t[3];
   ot.leads = ot.cl ? w.N : w.N * w.C;
   ot.tiles = ot.leads * ot.n[0] * ot.n[1] * ot.n[2] * ot.n[3];
   ot.by_W = FastDiv(w.W);
@@ -328,8 +349,9 @@ struct OrderedPlan {
 
 // The tiling: among boxes of at most kOrderedMaxCells cells whose covering outputs fit the block
 // (kOrderedMaxOutputs), with runs of at least 32 elements where the volume has them, the one with
-// the fewest instructions by a simple count: about 60 per output read (its halo included), 8 per
-// tile cell (cells past the volume's end included), and per tile and thread 6 per pass and 40.
+// the fewest warp instructions by a count from the first measured form: about 10 per output read
+// (its halo included), per run of dx 40 and 6 per 32 cells (cells past the volume's end included),
+// 2 per 32 cells to zero, and per tile and warp 6 per pass and 40.
 inline OrderedPlan make_ordered_plan(const Window& w) {
   OrderedPlan plan;
   if (w.dilated()) return plan.refused = "bwd_v9_ordered_tile takes dilation 1 only (v1 takes any)", plan;
@@ -338,6 +360,8 @@ inline OrderedPlan make_ordered_plan(const Window& w) {
   ot.cl = w.layout == Layout::ndhwc && w.C > 1;
   int passes = 1;
   for (int a = 0; a < 3; ++a) passes *= (w.k[a] + w.s[a] - 1) / w.s[a];
+  if (w.k[0] > kOrderedMaxKernel || w.k[1] > kOrderedMaxKernel || w.k[2] > kOrderedMaxKernel)
+    return plan.refused = "bwd_v9_ordered_tile takes windows of at most 64 cells per axis", plan;
   if (passes > kOrderedMaxPasses)
     return plan.refused = "bwd_v9_ordered_tile: more than 64 ranks (ceil(k / s) over the three axes)", plan;
   const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
@@ -375,7 +399,12 @@ inline OrderedPlan make_ordered_plan(const Window& w) {
           if (cells > kOrderedMaxCells || most > kOrderedMaxOutputs) continue;
           const double tiles = static_cast<double>(leads) * x.tiles * y.tiles * aw.tiles * ctiles;
           const double reads = static_cast<double>(leads) * x.sum * y.sum * aw.sum * (ot.cl ? C : 1);
-          const double cost = 60.0 * reads + 8.0 * tiles * cells + tiles * kOrderedBlock * (6.0 * passes + 40.0);
+          const bool slices = tw == w.W && (!ot.cl || tc == C);
+          const int run_cells = slices ? th * tw * tc : run;
+          const double runs = static_cast<double>(cells / run_cells);
+          const double cost = 10.0 * reads +
+                              tiles * (runs * (40.0 + 6.0 * std::ceil(run_cells / 32.0)) + 2.0 * std::ceil(cells / 32.0) +
+                                       (kOrderedBlock / 32) * (6.0 * passes + 40.0));
           if (cost < best * (1 - 1e-9)) {
             best = cost;
             best_reads = reads / useful;

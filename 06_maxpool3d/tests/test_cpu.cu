@@ -350,22 +350,23 @@ TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for l
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v3 or v5 where windows do not overlap, v6 where they do (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v3 or v7 where windows do not overlap, v9 where they do with at most 8 ranks, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v3_segment_writer);   // 8 cells per output
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v5_chunk_writer);       // 512
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v5_chunk_writer);      // 64
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v7_zero_then_store);    // 512
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v7_zero_then_store);   // 64
   CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v3_segment_writer);      // gaps between windows, 27
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v3_segment_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v6_staged_tile);   // 2 x 2 x 2 covering outputs
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v6_staged_tile);
-  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v6_staged_tile);   // 27
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v6_staged_tile);        // 512: 64 (D, H) pairs
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v9_ordered_tile);
+  CHECK(pick({4, 64, 16, 56, 56}, idx({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == BwdPick::v9_ordered_tile);  // 1 x 2 x 2
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v6_staged_tile);   // 27 ranks
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v6_staged_tile);        // 512 ranks: 64 (D, H) pairs
   CHECK(pick({1, 2, 40, 40, 40}, idx({9}, {1})) == BwdPick::v1_gather);              // 81 (D, H) pairs
   CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {1}, {1}, {2})) == BwdPick::v1_gather);   // dilated, overlapping
   CHECK(ch06::windows_disjoint(win({1, 1, 1, 1, 1}, idx({1}, {1}))));
