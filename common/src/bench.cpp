@@ -62,12 +62,28 @@ std::string regs_text(const std::vector<int>& regs) {
   for (std::size_t k = 0; k < regs.size(); ++k) s += (k ? "/" : "") + std::to_string(regs[k]);
   return s;
 }
+// A repeatable selector (--problem, --version): nothing given, or "all" among the names, takes every one.
+bool selects(const std::vector<std::string>& sel, const std::string& name) {
+  return sel.empty() || std::find(sel.begin(), sel.end(), "all") != sel.end() ||
+         std::find(sel.begin(), sel.end(), name) != sel.end();
+}
+// The names a selector must find ("all" is not one).
+std::vector<std::string> named(const std::vector<std::string>& sel) {
+  std::vector<std::string> out;
+  for (const auto& s : sel)
+    if (s != "all") out.push_back(s);
+  return out;
+}
 }  // namespace
 
 BenchApp::BenchApp(const Chapter& chapter) : chapter_(chapter), app_(chapter.description, chapter.name) {
   app_.option_defaults()->always_capture_default();
-  app_.add_option("--problem", problem_sel_, "Problem to run (see --list), or 'all'");
-  app_.add_option("--version", version_sel_, "Version to run (see --list), or 'all'");
+  app_.add_option("--problem", problem_sel_,
+                  "Problem to run (see --list), or 'all' (the default); repeatable: --problem A --problem B runs both")
+      ->take_all();
+  app_.add_option("--version", version_sel_,
+                  "Version to run (see --list), or 'all' (the default); repeatable: --version A --version B runs both")
+      ->take_all();
   app_.add_option("--type", type_sel_, "Only the problems on this element type: f32, f16, i32, ... (see --list)");
   auto* c = app_.add_option("--case", case_sel_,
                             "A case of the built-in suite, by name (see --list); repeatable: --case A --case B runs both")
@@ -159,15 +175,19 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     list(list_json_);
     return 0;
   }
-  bool problem_ok = problem_sel_ == "all", version_ok = version_sel_ == "all";
+  // Each --problem must name a problem, and each --version a version of a selected problem.
+  std::vector<std::string> problems_missing = named(problem_sel_), versions_missing = named(version_sel_);
   std::vector<std::string> cases_missing = case_sel_;  // each --case must name a case of a selected problem
   bool type_ok = type_sel_.empty();
   std::vector<std::string> keys_taken;
+  const auto drop = [](std::vector<std::string>& from, const std::string& name) {
+    from.erase(std::remove(from.begin(), from.end(), name), from.end());
+  };
   for (const auto& p : chapter_.problems) {
-    if (p.name == problem_sel_) problem_ok = true;
+    drop(problems_missing, p.name);
     if (p.dtype == type_sel_) type_ok = true;
     if (!wants(p)) continue;
-    for (const auto& v : p.versions) version_ok = version_ok || v.name == version_sel_;
+    for (const auto& v : p.versions) drop(versions_missing, v.name);
     const auto found = [&](const std::string& name) {
       return p.default_case.name == name ||
              std::any_of(p.suite.begin(), p.suite.end(), [&](const Case& c) { return c.name == name; });
@@ -175,9 +195,11 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     cases_missing.erase(std::remove_if(cases_missing.begin(), cases_missing.end(), found), cases_missing.end());
     for (const auto& s : p.params) keys_taken.push_back(s.key);
   }
-  if (!problem_ok) return fail("no problem '" + problem_sel_ + "' in " + chapter_.name + " (see --list)");
+  if (!problems_missing.empty())
+    return fail("no problem '" + problems_missing.front() + "' in " + chapter_.name + " (see --list)");
   if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_.name + " (see --list)");
-  if (!version_ok) return fail("no version '" + version_sel_ + "' in the selected problems (see --list)");
+  if (!versions_missing.empty())
+    return fail("no version '" + versions_missing.front() + "' in the selected problems (see --list)");
   if (!cases_missing.empty())
     return fail("no case '" + cases_missing.front() + "' in the selected problems' suites (see --list)");
   for (const auto& [k, v] : params_)
@@ -241,9 +263,9 @@ void BenchApp::list(bool json) const {
 }
 
 bool BenchApp::wants(const ProblemEntry& p) const {
-  return (problem_sel_ == "all" || problem_sel_ == p.name) && (type_sel_.empty() || type_sel_ == p.dtype);
+  return selects(problem_sel_, p.name) && (type_sel_.empty() || type_sel_ == p.dtype);
 }
-bool BenchApp::wants(const VersionInfo& v) const { return version_sel_ == "all" || version_sel_ == v.name; }
+bool BenchApp::wants(const VersionInfo& v) const { return selects(version_sel_, v.name); }
 
 std::vector<Case> BenchApp::cases_for(const ProblemEntry& p) const {
   std::vector<std::pair<std::string, std::string>> mine;  // the --param keys this problem takes

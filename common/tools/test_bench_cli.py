@@ -39,8 +39,16 @@ def main():
     expect(["--problem", "nosuch"], 2, "no problem 'nosuch'")
     expect(["--version", "nosuch"], 2, "no version 'nosuch'")
     expect(["--case", "nosuch"], 2, "no case 'nosuch'")
-    if listing:  # --case is repeatable: a real case first does not hide a wrong second one
+    if listing:  # --case, --problem and --version are repeatable: a real name first does not hide a wrong second one
         expect(["--case", listing[0]["default_case"]["name"], "--case", "nosuch"], 2, "no case 'nosuch'")
+        expect(["--problem", listing[0]["problem"], "--problem", "nosuch"], 2, "no problem 'nosuch'")
+        first = listing[0]["versions"][0]["name"] if listing[0].get("versions") else None
+        if first:
+            expect(["--problem", listing[0]["problem"], "--version", first, "--version", "nosuch"], 2, "no version 'nosuch'")
+            # a version of an unselected problem is not one of the selected problems'
+            others = [p for p in listing[1:] if first not in {v["name"] for v in p.get("versions", [])}]
+            if others:
+                expect(["--problem", others[0]["problem"], "--version", first], 2, f"no version '{first}'")
     expect(["--json", "/dev/null/x.json"], 2, "--json: cannot")
     expect(["--results-dir", "/dev/null/results"], 2, "--results-dir: cannot")
     expect(["--reps", "0"], 2, "not in [1, 100000]")

@@ -70,7 +70,8 @@ class BenchApp {
 
   const Chapter& chapter_;
   CLI::App app_;
-  std::string problem_sel_ = "all", version_sel_ = "all", type_sel_, shape_sel_, n_sel_, l2_mode_ = "flush";
+  std::vector<std::string> problem_sel_, version_sel_;  // --problem, --version, repeatable; empty or "all": every one
+  std::string type_sel_, shape_sel_, n_sel_, l2_mode_ = "flush";
   std::vector<std::string> case_sel_;  // --case, repeatable: the suite cases (by name) to run
   std::vector<std::string> param_text_;
   std::vector<std::pair<std::string, std::string>> params_;
