@@ -3,6 +3,13 @@
 `ncu --profile-from-start off`, the counters below per kernel, into one CSV.
 
   profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX]
+  profile_cases.py --v6-lines CSV            where bwd v6's warp instructions go on the stem case
+
+The second form reads the per-SASS-line counters of bwd_v6_staged_tile_kernel (ncu --section
+SourceCounters --page source --csv --print-source sass, reduced to line, sass, inst_executed and
+thread_inst_executed in results/<gpu>.v6_source.csv) and prints the totals of its steps, the
+ranges below found by reading that SASS: the per-cell "zero or list" loop, its zero store's
+address arithmetic, and its mask and list slot.
 
 BUILD is a build whose benchmark is BUILD/subprojects/06_maxpool3d/tut/bench_06_maxpool3d (the
 repository's build; for this chapter built alone, a folder whose subprojects/06_maxpool3d/tut links to
@@ -105,7 +112,36 @@ def ncu_rows(ncu, program):
     return out, None
 
 
+# SASS line ranges of bwd_v6_staged_tile_kernel<float> as built for sm_90 by nvcc 13.0 (the lines
+# of results/<gpu>.v6_source.csv): the zero-or-list loop runs from its first LDC.64 to its backward
+# branch; within it, the address of the zero store and the store, and the mask, vote and list slot.
+V6_LOOP, V6_ADDRESS, V6_MASK = (1197, 1313), (1270, 1309), (1206, 1268)
+
+
+def v6_lines(path):
+    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    inst = [number(r["inst_executed"]) or 0.0 for r in rows]
+    total = sum(inst)
+    span = lambda r: sum(inst[r[0]:r[1] + 1])
+    passes = inst[V6_LOOP[0]]
+    loop, addr, mask = span(V6_LOOP), span(V6_ADDRESS), span(V6_MASK)
+    print(f"bwd_v6_staged_tile_kernel<float>, 8x64x16x56x56 kernel 3 stride 2 padding 1, int64 index: "
+          f"Nsight Compute's executed warp instructions per SASS line ({len(rows)} lines)")
+    print(f"all: {total / 1e6:.1f} M")
+    print(f"zero or list (one thread per cell), SASS lines {V6_LOOP[0]}-{V6_LOOP[1]}: {loop / 1e6:.1f} M "
+          f"({100 * loop / total:.0f} %), {passes / 1e6:.2f} M warp passes, {loop / passes:.0f} per pass")
+    print(f"  the zero's 64-bit address and its store, lines {V6_ADDRESS[0]}-{V6_ADDRESS[1]}: {addr / 1e6:.1f} M "
+          f"({addr / passes:.0f} per pass)")
+    print(f"  the mask's read, the votes and the list slot, lines {V6_MASK[0]}-{V6_MASK[1]}: {mask / 1e6:.1f} M "
+          f"({mask / passes:.0f} per pass)")
+    print(f"everything else (staging, gathering the listed cells, the tiles' setup): {(total - loop) / 1e6:.1f} M "
+          f"({100 * (total - loop) / total:.0f} %)")
+    return 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--v6-lines":
+        return v6_lines(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True)
     ap.add_argument("--budget", type=float, default=1e9, help="stop starting new pairs after this many seconds")
