@@ -652,6 +652,21 @@ TEST_CASE("bwd v9's tiling: halos the block can hold, ranks, and what it refuses
     CHECK(plan.reads_per_cell * plan.ot.cells <= ch06::kOrderedMaxOutputs);
     CHECK(plan.ot.t[2] * plan.ot.t[3] >= 32);  // rows of whole sectors
   }
+  // The boxes and halos the lesson quotes: on the stem case 16 x 19 x 56 cells, 0.134 outputs read
+  // per cell (the outputs are 0.125 per cell); in NDHWC 4 x 6 x 8 positions x 64 channels, 0.276;
+  // kernel 3 stride 1, 8 x 10 x 32, 1.454.
+  const auto box = [](const ch06::OrderedPlan& pl) {
+    return std::vector<int>{pl.ot.t[0], pl.ot.t[1], pl.ot.t[2], pl.ot.t[3]};
+  };
+  const auto stem = ch06::ordered_plan(win({8, 64, 16, 56, 56}, idx({3}, {2}, {1})));
+  CHECK(box(stem) == std::vector<int>{16, 19, 56, 1});
+  CHECK(stem.reads_per_cell == doctest::Approx(0.134).epsilon(0.004));
+  const auto stem_cl = ch06::ordered_plan(win({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, "NDHWC")));
+  CHECK(box(stem_cl) == std::vector<int>{4, 6, 8, 64});
+  CHECK(stem_cl.reads_per_cell == doctest::Approx(0.276).epsilon(0.002));
+  const auto s1 = ch06::ordered_plan(win({4, 32, 32, 64, 64}, idx({3}, {1}, {1})));
+  CHECK(box(s1) == std::vector<int>{8, 10, 32, 1});
+  CHECK(s1.reads_per_cell == doctest::Approx(1.454).epsilon(0.001));
   CHECK(ch06::ordered_plan(win({8, 64, 16, 56, 56}, idx({3}, {2}, {1}))).ot.passes == 8);
   CHECK(ch06::ordered_plan(win({4, 32, 32, 64, 64}, idx({3}, {1}, {1}))).ot.passes == 27);
   CHECK_FALSE(ch06::bwd_v9_refuses<float>(win({1, 16, 64, 64, 64}, idx({8}, {1}))).empty());  // 512 ranks
