@@ -33,8 +33,8 @@ inline const char* bwd_pick_name(BwdPick p) {
 //   1. windows that do not overlap: each output owns a segment of s0 * s1 * s2 cells. Small
 //      segments (fewer than 64 cells, kernel 2 stride 2 in the suite): v3, a thread per output's
 //      piece of a slice, one index read for several stores. Larger ones (kernel 8 stride 8): v7,
-//      a memset and a plain store per output: on the H100 0.90-0.92 of copy where the single
-//      writers reached 0.85-0.87 (v8) and 0.50 (v5);
+//      a memset and a plain store per output: on the H100 0.922 and 0.894 of copy (int64,
+//      compact) where the single writers reached 0.863 and 0.841 (v8), 0.496 and 0.341 (v5);
 //   2. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
 //      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search;

@@ -48,8 +48,8 @@
 // the rank by three divisions) ran 93.7 M warp instructions on the stem case. This one: 57.8 M and
 // 90.1 us under Nsight Compute (the scatter's kernel 71.0 us after PyTorch's 31.8 us fill), DRAM 40 %
 // busy, 0.510 of copy against v0's 0.405: 1.22x PyTorch raced in one process (compact index 0.465,
-// 1.36x). Still bound by instructions, at 4.4 times the prediction: about 10 warp instructions
-// per output read, not 2. In NDHWC (the same windows) 0.366 and 90.8 M instructions: its box of
+// 1.36x). Still bound by instructions, at 4.5 times the prediction: 17 warp instructions per
+// output read if they all went there, not 2. In NDHWC (the same windows) 0.366 and 90.8 M instructions: its box of
 // 4 x 6 x 8 positions x 64 channels reads 0.28 outputs per cell, twice NCDHW's halo; 0.95x PyTorch.
 // Kernel 3 stride 1: 528 M instructions, 0.132 of copy, below v6 (0.283): 1.45 outputs read per cell
 // at some 10 warp instructions each, and 27 passes; the rule keeps v6 there.
