@@ -25,7 +25,10 @@ inline double window_overlap(const Window& w) {
 
 // The rule, from the suite's measurements (the lesson's table of auto against the best version):
 //   1. large windows that do not overlap (>= 64 cells, undilated): v8, a window's rows split over
-//      lanes with 16-byte loads (one thread per window starves the memory system there);
+//      lanes with 16-byte loads (one thread per window starves the memory system there); except in
+//      NDHWC with more than one channel below 512 cells: v7, whose lanes already read 16 bytes
+//      along C (kernel 4, 64 cells: v8 took 1.05x v7's time in two suite runs; kernel 8, 512 cells:
+//      0.27x; the suite has no NDHWC case between);
 //   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
 //      b. in NCDHW, windows of >= 27 cells with >= 8 windows over each input cell (kernel 3, stride
@@ -37,7 +40,8 @@ inline double window_overlap(const Window& w) {
 //   5. other NCDHW: v2 (the warp-voted interior path), when a plane fits 32-bit offsets; else v0.
 inline AutoPick auto_pick(const Window& w) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
-  if (big && !w.dilated() && windows_disjoint(w)) return AutoPick::v8_wide_loads;
+  if (big && !w.dilated() && windows_disjoint(w))
+    return cl && w.C > 1 && w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
   const bool overlapping = window_overlap(w) >= 8;
   if (fits && ((big && overlapping) || (!cl && w.cells() >= 27 && overlapping) || (cl && w.cells() >= 256) ||
                (!cl && w.dilated())))

@@ -338,7 +338,10 @@ TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for l
   CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v8_wide_loads);           // disjoint, 64 cells
   CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v8_wide_loads);
   CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v8_wide_loads);
-  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);
+  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);         // NDHWC, 64 cells
+  CHECK(pick({1024, 1, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);             // one channel: NCDHW in memory
+  CHECK(pick({64, 64, 16, 16, 16}, cl({7}, {7})) == AutoPick::v7_channels_last);        // NDHWC, 343 cells
+  CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v8_wide_loads);           // NDHWC, 512 cells
   CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 cells
   CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW
   CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
