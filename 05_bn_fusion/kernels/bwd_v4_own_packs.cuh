@@ -96,16 +96,12 @@ __device__ void bwd_own_pass(const BwdArgs<T>& a, const ChannelParams& p, const 
   }
 }
 
-template <int V, class T, bool kAdd, class Cache>
-__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
-    bwd_v4_own_packs_kernel(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan, ChannelMap map,
-                            std::int64_t tail_first, int cache_slots) {
-  __shared__ GradSums smem[kBlock * V];
-  extern __shared__ uint4 ch05_onchip[];
-  const Cache cache(ch05_onchip, cache_slots);
-  cg::grid_group grid = cg::this_grid();
-
-  // 1. Partials, dy, x and the mask read front to back; the cache keeps g and x of the first packs.
+// Phase 1 of every own-packs backward (v4 to v6, and tools/phase_timeline.cu's probes): the
+// thread's partials of g = dy * m and g * (x - mean), dy, x and the mask read front to back; the
+// cache keeps g and x of each pack it holds.
+template <int V, class T, class Cache>
+__device__ __forceinline__ void bwd_own_stats(const BwdArgs<T>& a, const V3Plan& plan, GradSums* partials, GradSums* smem,
+                                              const Cache& cache) {
   using Op = GradStreams<V, T>;
   own_partials<Op>(
       a.s, plan, partials, smem,
@@ -127,6 +123,19 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
         cache.keep(slot, 1, repack<V, T>(d.x));
       },
       [&](std::int64_t e, std::int64_t c) { return grad_of(a, e, c); });
+}
+
+template <int V, class T, bool kAdd, class Cache>
+__global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
+    bwd_v4_own_packs_kernel(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan, ChannelMap map,
+                            std::int64_t tail_first, int cache_slots) {
+  __shared__ GradSums smem[kBlock * V];
+  extern __shared__ uint4 ch05_onchip[];
+  const Cache cache(ch05_onchip, cache_slots);
+  cg::grid_group grid = cg::this_grid();
+
+  // 1. Partials, dy, x and the mask read front to back; the cache keeps g and x of the first packs.
+  bwd_own_stats<V>(a, plan, partials, smem, cache);
   grid.sync();
 
   // 2. A block (or a warp) per channel.

@@ -151,27 +151,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   if (blockIdx.x == 0 && threadIdx.x < kWarps) queues[threadIdx.x] = 0;  // read only after the barriers
 
   // 1. Partials, dy, x and the mask read front to back; the cache keeps g and x of the first packs (v5).
-  using Op = GradStreams<V, T>;
-  own_partials<Op>(
-      a.s, plan, partials, smem,
-      [&](const OwnItem& w) {
-        Op op(a.dy, a.x, a.mask);
-        if (w.active) {
-          int ch[V];
-          own_channels<V>(a.s, w, ch);
-#pragma unroll
-          for (int k = 0; k < V; ++k) op.mu[k] = a.saved_mean[ch[k]];
-        }
-        return op;
-      },
-      [&](std::int64_t slot, const typename Op::Data& d) {
-        float g[V];
-#pragma unroll
-        for (int k = 0; k < V; ++k) g[k] = ((d.bits >> k) & 1u) ? d.dy[k] : 0.0f;
-        cache.keep(slot, 0, repack<V, T>(g));
-        cache.keep(slot, 1, repack<V, T>(d.x));
-      },
-      [&](std::int64_t e, std::int64_t c) { return grad_of(a, e, c); });
+  bwd_own_stats<V>(a, plan, partials, smem, cache);
   grid.sync();
 
   // 2. A block (or a warp) per channel, all its loads in flight at once.

@@ -331,6 +331,17 @@ __device__ void fwd_own_pass(const FwdArgs<T>& a, const ChannelParams& p, const 
 
 // ---- The kernel -----------------------------------------------------------------------------------
 
+// Phase 1 of every own-packs forward (v4 to v7, and tools/phase_timeline.cu's probes): the thread's
+// Welford partials of x, read front to back, each pack handed to the cache before it is added.
+template <int V, class T, class Cache, int kU = kUnrollFor<V>>
+__device__ __forceinline__ void fwd_own_stats(const FwdArgs<T>& a, const V3Plan& plan, Welford* partials, Welford* smem,
+                                              const Cache& cache) {
+  own_partials<WelfordStreams<V, T>, kU>(
+      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
+      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
+      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+}
+
 template <int V, class T, bool kAdd, class Cache>
 __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
     fwd_v4_own_packs_kernel(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan, ChannelMap map,
@@ -341,10 +352,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   cg::grid_group grid = cg::this_grid();
 
   // 1. Partials, x read front to back; the cache keeps what it can of each thread's first packs.
-  own_partials<WelfordStreams<V, T>>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
-      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
-      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  fwd_own_stats<V>(a, plan, partials, smem, cache);
   grid.sync();
 
   // 2. A block (or a warp) per channel.

@@ -248,10 +248,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   if (blockIdx.x == 0 && threadIdx.x < kWarps) queues[threadIdx.x] = 0;  // read only after the barriers
 
   // 1. Partials, x read front to back; the cache keeps each thread's first packs (v5).
-  own_partials<WelfordStreams<V, T>>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
-      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
-      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  fwd_own_stats<V>(a, plan, partials, smem, cache);
   grid.sync();
 
   // 2. A block (or a warp) per channel, all its loads in flight at once.

@@ -135,10 +135,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   cg::grid_group grid = cg::this_grid();
 
   // 1. and 2.: v5's.
-  own_partials<WelfordStreams<V, T>>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
-      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
-      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  fwd_own_stats<V>(a, plan, partials, smem, cache);
   grid.sync();
   own_merge(partials, a.s.C, plan.slots, smem,
             [&](std::int64_t c, Welford total) { finish_forward_channel(a, p, static_cast<int>(c), total); });

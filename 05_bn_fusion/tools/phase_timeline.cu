@@ -42,10 +42,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   const Cache cache(ch05_onchip, cache_slots);
   cg::grid_group grid = cg::this_grid();
   STAMP(0);
-  own_partials<WelfordStreams<V, T>, kU1>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
-      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
-      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  fwd_own_stats<V, T, Cache, kU1>(a, plan, partials, smem, cache);
   STAMP(1);
   grid.sync();
   STAMP(2);
@@ -71,10 +68,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   const Cache cache(ch05_onchip, cache_slots);
   cg::grid_group grid = cg::this_grid();
   STAMP(0);
-  own_partials<WelfordStreams<V, T>>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
-      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
-      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  fwd_own_stats<V>(a, plan, partials, smem, cache);
   STAMP(1);
   grid.sync();
   STAMP(2);
@@ -97,26 +91,8 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   extern __shared__ uint4 ch05_onchip[];
   const Cache cache(ch05_onchip, cache_slots);
   cg::grid_group grid = cg::this_grid();
-  using Op = GradStreams<V, T>;
   STAMP(0);
-  own_partials<Op>(
-      a.s, plan, partials, smem,
-      [&](const OwnItem& w) {
-        Op op(a.dy, a.x, a.mask);
-        if (w.active) {
-          int ch[V];
-          own_channels<V>(a.s, w, ch);
-          for (int k = 0; k < V; ++k) op.mu[k] = a.saved_mean[ch[k]];
-        }
-        return op;
-      },
-      [&](std::int64_t slot, const typename Op::Data& d) {
-        float g[V];
-        for (int k = 0; k < V; ++k) g[k] = ((d.bits >> k) & 1u) ? d.dy[k] : 0.0f;
-        cache.keep(slot, 0, repack<V, T>(g));
-        cache.keep(slot, 1, repack<V, T>(d.x));
-      },
-      [&](std::int64_t e, std::int64_t c) { return grad_of(a, e, c); });
+  bwd_own_stats<V>(a, plan, partials, smem, cache);
   STAMP(1);
   grid.sync();
   STAMP(2);
@@ -152,10 +128,7 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   cg::grid_group grid = cg::this_grid();
   if (blockIdx.x == 0 && threadIdx.x < kWarps) queues[threadIdx.x] = 0;
   STAMP(0);
-  own_partials<WelfordStreams<V, T>>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
-      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
-      [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
+  fwd_own_stats<V>(a, plan, partials, smem, cache);
   STAMP(1);
   grid.sync();
   STAMP(2);
@@ -180,26 +153,8 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   const Cache cache(ch05_onchip, cache_slots);
   cg::grid_group grid = cg::this_grid();
   if (blockIdx.x == 0 && threadIdx.x < kWarps) queues[threadIdx.x] = 0;
-  using Op = GradStreams<V, T>;
   STAMP(0);
-  own_partials<Op>(
-      a.s, plan, partials, smem,
-      [&](const OwnItem& w) {
-        Op op(a.dy, a.x, a.mask);
-        if (w.active) {
-          int ch[V];
-          own_channels<V>(a.s, w, ch);
-          for (int k = 0; k < V; ++k) op.mu[k] = a.saved_mean[ch[k]];
-        }
-        return op;
-      },
-      [&](std::int64_t slot, const typename Op::Data& d) {
-        float g[V];
-        for (int k = 0; k < V; ++k) g[k] = ((d.bits >> k) & 1u) ? d.dy[k] : 0.0f;
-        cache.keep(slot, 0, repack<V, T>(g));
-        cache.keep(slot, 1, repack<V, T>(d.x));
-      },
-      [&](std::int64_t e, std::int64_t c) { return grad_of(a, e, c); });
+  bwd_own_stats<V>(a, plan, partials, smem, cache);
   STAMP(1);
   grid.sync();
   STAMP(2);
