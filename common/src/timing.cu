@@ -65,8 +65,8 @@ std::vector<double> samples(const std::function<void(cudaStream_t)>& launch, int
 
 namespace {
 // The flush: every 16-byte value of `src` read once, grid-stride. The store is never taken for the
-// contents time_kernel gives it, but the compiler cannot know that, so every load stays.
-__global__ void read_through(const uint4* __restrict__ src, std::size_t n, uint4* __restrict__ sink) {
+// contents L2Flush gives it, but the compiler cannot know that, so every load stays.
+__global__ void read_through_kernel(const uint4* __restrict__ src, std::size_t n, uint4* __restrict__ sink) {
   unsigned x = 0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -79,14 +79,18 @@ __global__ void read_through(const uint4* __restrict__ src, std::size_t n, uint4
 
 L2Flush::L2Flush(std::size_t bytes) : buf_((bytes + sizeof(uint4) - 1) / sizeof(uint4)), sink_(bytes ? 256 : 0) {
   if (!bytes) return;
-  buf_.fill_bytes(0);  // all zero: read_through's store is never taken
+  buf_.fill_bytes(0);  // all zero: read_through_kernel's store is never taken
   TUT_CUDA(cudaStreamSynchronize(nullptr));
+}
+
+void read_through(const uint4* src, std::size_t n, uint4* sink, unsigned grid, cudaStream_t stream) {
+  read_through_kernel<<<grid, 256, 0, stream>>>(src, n, sink);
+  TUT_CHECK_LAUNCH("read_through (the L2 flush's read)");
 }
 
 void L2Flush::operator()(cudaStream_t stream) {
   if (!buf_.size()) return;
-  read_through<<<1024, 256, 0, stream>>>(buf_.data(), buf_.size(), sink_.data());
-  TUT_CHECK_LAUNCH("read_through (the L2 flush)");
+  read_through(buf_.data(), buf_.size(), sink_.data(), 1024, stream);
 }
 
 Stats time_kernel(const std::function<void(cudaStream_t)>& launch, const TimingOptions& opt, cudaStream_t stream,

@@ -1,6 +1,6 @@
 // tut_l2_flush: what the benchmarks' L2 flush leaves for the timed launch to pay. Two kernels, one
-// reading S bytes and one copying S/2 bytes to S/2 others, are timed after each of three
-// preparations, interleaved repetition by repetition:
+// reading S bytes (tut::read_through, the flush's own read kernel) and one copying S/2 bytes to S/2
+// others, are timed after each of three preparations, interleaved repetition by repetition:
 //   read   - tut::L2Flush, the benchmarks' flush: a kernel reads a buffer of twice the L2 (clean lines)
 //   memset - the same buffer overwritten by cudaMemsetAsync instead (every line left dirty)
 //   warm   - nothing: what the previous launch left in L2
@@ -16,16 +16,6 @@
 #include <vector>
 
 namespace {
-
-__global__ void read_all(const uint4* __restrict__ p, std::size_t n, uint4* __restrict__ sink) {
-  unsigned x = 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (x == 0x9E3779B9u) sink[threadIdx.x] = make_uint4(x, x, x, x);
-}
 
 __global__ void copy_all(const uint4* __restrict__ p, uint4* __restrict__ q, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -72,8 +62,7 @@ int run() {
           if (arm == 1) memset_flush.fill_bytes(static_cast<unsigned char>(rep), nullptr);
           TUT_CUDA(cudaEventRecord(ev.start));
           if (k == 0) {
-            read_all<<<grid, 256>>>(data.data(), data.size(), sink.data());
-            TUT_CHECK_LAUNCH("read_all");
+            tut::read_through(data.data(), data.size(), sink.data(), grid, nullptr);  // the flush's own kernel
           } else {
             copy_all<<<grid, 256>>>(data.data(), data.data() + data.size() / 2, data.size() / 2);
             TUT_CHECK_LAUNCH("copy_all");

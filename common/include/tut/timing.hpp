@@ -44,6 +44,11 @@ class L2Flush {
   DeviceBuffer<uint4> sink_;
 };
 
+// The flush's kernel, for tools that time it: reads every 16-byte value of src[0, n) once,
+// grid-stride, `grid` blocks of 256 threads. `sink` (256 values) is stored to only if the XOR of the
+// values a thread read is 0x9E3779B9, which keeps every load; an all-zero buffer never stores.
+void read_through(const uint4* src, std::size_t n, uint4* sink, unsigned grid, cudaStream_t stream);
+
 // What is timed: for each repetition, `before(stream)` (resets) and the L2 flush are enqueued
 // first, then a start event, `launch(stream)`, and a stop event; the sample is the time between
 // the two events. The launch must not synchronize. Warm-up launches (with `before`) come first
