@@ -24,6 +24,29 @@ namespace ch05 {
 // bytes, as the forward's 4 packs of x.
 inline constexpr int kOwnUnrollBwd = 2;
 
+// dx (and dr) of the pack at e0 from its raw dy (or g) and x; `bits` zero dy where the mask is
+// clear (all ones for a g from the cache). Phase 3 of v4 to v6.
+template <int V, class T, bool kAdd>
+__device__ __forceinline__ void bwd_finish_pack(const BwdArgs<T>& a, std::int64_t e0, uint4 qg, uint4 qx, Word bits,
+                                                const float (&mean)[V], const float (&A)[V], const float (&B)[V],
+                                                const float (&K)[V]) {
+  float g[V], xv[V], dx[V];
+  unpack<V, T>(qg, g);
+  unpack<V, T>(qx, xv);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    g[k] = ((bits >> k) & 1u) ? g[k] : 0.0f;
+    dx[k] = fmaf(A[k], g[k], fmaf(B[k], xv[k] - mean[k], K[k]));
+  }
+  if constexpr (V == 1) {
+    a.dx[e0] = from_float<T>(dx[0]);
+    if constexpr (kAdd) a.dr[e0] = from_float<T>(g[0]);
+  } else {
+    store_pack<V, T, true>(a.dx + e0, dx);
+    if constexpr (kAdd) store_pack<V, T, true>(a.dr + e0, g);
+  }
+}
+
 template <int V, class T, bool kAdd, class Cache>
 __device__ void bwd_own_pass(const BwdArgs<T>& a, const ChannelParams& p, const V3Plan& plan, const Cache& cache) {
   constexpr int kU = kOwnUnrollBwd;
@@ -41,24 +64,8 @@ __device__ void bwd_own_pass(const BwdArgs<T>& a, const ChannelParams& p, const 
     float mean[V], A[V], B[V], K[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) mean[k] = p.mean[ch[k]], A[k] = p.scale[ch[k]], B[k] = p.shift[ch[k]], K[k] = p.extra[ch[k]];
-    // dx (and dr) of the pack at e0 from its raw dy (or g) and x; `bits` zero the dy where the
-    // mask is clear (all ones for a g from the cache).
     const auto finish = [&](std::int64_t e0, uint4 qg, uint4 qx, Word bits) {
-      float g[V], xv[V], dx[V];
-      unpack<V, T>(qg, g);
-      unpack<V, T>(qx, xv);
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        g[k] = ((bits >> k) & 1u) ? g[k] : 0.0f;
-        dx[k] = fmaf(A[k], g[k], fmaf(B[k], xv[k] - mean[k], K[k]));
-      }
-      if constexpr (V == 1) {
-        a.dx[e0] = from_float<T>(dx[0]);
-        if constexpr (kAdd) a.dr[e0] = from_float<T>(g[0]);
-      } else {
-        store_pack<V, T, true>(a.dx + e0, dx);
-        if constexpr (kAdd) store_pack<V, T, true>(a.dr + e0, g);
-      }
+      bwd_finish_pack<V, T, kAdd>(a, e0, qg, qx, bits, mean, A, B, K);
     };
     const auto bits_at = [&](std::int64_t e0) { return a.mask[e0 >> 5] >> (e0 & 31); };  // the pack's V bits
     if (a.s.layout == Layout::nhwc) {  // the partial row comes last in phase 1: first here

@@ -46,24 +46,6 @@ __device__ inline void finish_backward_channel(const BwdArgs<T>& a, const Channe
   p.extra[c] = -A * (dbeta / M);
 }
 
-// dx (and dr) of the pack at e0 from its raw dy (or g) and x; `bits` zero dy where the mask is
-// clear (all ones for a g from the cache). v4's, as a function.
-template <int V, class T, bool kAdd>
-__device__ __forceinline__ void bwd_finish_pack(const BwdArgs<T>& a, std::int64_t e0, uint4 qg, uint4 qx, Word bits,
-                                                const float (&mean)[V], const float (&A)[V], const float (&B)[V],
-                                                const float (&K)[V]) {
-  float g[V], xv[V], dx[V];
-  unpack<V, T>(qg, g);
-  unpack<V, T>(qx, xv);
-#pragma unroll
-  for (int k = 0; k < V; ++k) {
-    g[k] = ((bits >> k) & 1u) ? g[k] : 0.0f;
-    dx[k] = fmaf(A[k], g[k], fmaf(B[k], xv[k] - mean[k], K[k]));
-  }
-  store_pack<V, T, true>(a.dx + e0, dx);
-  if constexpr (kAdd) store_pack<V, T, true>(a.dr + e0, g);
-}
-
 // Units [lo, hi) of the walk w, back to front, two packs of dy and two of x in flight (v4's loop).
 // kCached: g and x from the thread's shared-memory slots (slot = unit), else dy, x and the mask.
 template <int V, class T, bool kAdd, bool kCached, class Cache>

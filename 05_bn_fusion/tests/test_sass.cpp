@@ -84,6 +84,23 @@ TEST_CASE("v3: one kernel with the statistics' and the pass's 16-byte accesses, 
   }
 }
 
+// Among the loops that store 16-byte packs, the one that issues the most 16-byte loads before its
+// first store (phase 3's main loop), and that count.
+std::pair<std::vector<tut::SassInstruction>, int> phase3_loop(const tut::SassKernel& k) {
+  int most = 0;
+  std::vector<tut::SassInstruction> body;
+  for (const auto& loop : tut::loops(k)) {
+    if (count_in(loop, "STG", 128) == 0) continue;
+    int before = 0;
+    for (const auto& i : loop) {
+      if (i.opcode.rfind("STG", 0) == 0) break;
+      if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
+    }
+    if (before > most) most = before, body = loop;
+  }
+  return {body, most};
+}
+
 TEST_CASE("v4 to v6: phase 3's loop loads 64 bytes per thread before its first store, and spills nothing" *
           doctest::skip(kNoCuobjdump)) {
   struct Form {
@@ -106,19 +123,7 @@ TEST_CASE("v4 to v6: phase 3's loop loads 64 bytes per thread before its first s
                         Form{"bwd_v6_balanced_kernel<8, __half, true, ch05::SmemCache<__half, 2, 2> >", 4}}) {
     const auto& k = kernel(f.name);
     INFO(k.name);
-    // Among the loops that store 16-byte packs (y or dx), the one that issues the most 16-byte
-    // loads before its first store: phase 3's main loop.
-    int most = 0;
-    std::vector<tut::SassInstruction> body;
-    for (const auto& loop : tut::loops(k)) {
-      if (count_in(loop, "STG", 128) == 0) continue;
-      int before = 0;
-      for (const auto& i : loop) {
-        if (i.opcode.rfind("STG", 0) == 0) break;
-        if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
-      }
-      if (before > most) most = before, body = loop;
-    }
+    const auto [body, most] = phase3_loop(k);  // y's or dx's
     CHECK(most >= f.packs);
     CHECK(count_in(body, "LDL") == 0);
     CHECK(count_in(body, "STL") == 0);
@@ -140,22 +145,6 @@ TEST_CASE("v5: the cache is 16-byte shared-memory stores in phase 1 and loads in
           tut::count_memory_ops(kernel("fwd_v4_own_packs_kernel<4, float, false, ch05::SmemCache<float, 1, 4> >"), op, 128));
 }
 
-// Among the loops that store 16-byte packs, the one that issues the most 16-byte loads before its
-// first store (phase 3's main loop), and that count.
-std::pair<std::vector<tut::SassInstruction>, int> phase3_loop(const tut::SassKernel& k) {
-  int most = 0;
-  std::vector<tut::SassInstruction> body;
-  for (const auto& loop : tut::loops(k)) {
-    if (count_in(loop, "STG", 128) == 0) continue;
-    int before = 0;
-    for (const auto& i : loop) {
-      if (i.opcode.rfind("STG", 0) == 0) break;
-      if (i.opcode.rfind("LDG", 0) == 0 && tut::access_bits(i.opcode) == 128) ++before;
-    }
-    if (before > most) most = before, body = loop;
-  }
-  return {body, most};
-}
 
 TEST_CASE("v7: phase 3's loop stores a byte of the mask per pack, with no vote, 64 bytes loaded first, no spill" *
           doctest::skip(kNoCuobjdump)) {
