@@ -6,12 +6,15 @@ comes from the one process that wrote the file.
 
   tools/cudnn_suite.py results/NVIDIA_H100_80GB_HBM3.json [more.json ...]
 """
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "tools"))
+import results  # noqa: E402  (common/tools/results.py: loads and checks a results file)
 
 
 def rows(path):
-    doc = json.load(open(path, encoding="utf-8"))
+    doc = results.load(path, "bench")
     cases = {}
     for r in doc["runs"]:
         if r["check"] != "pass":
@@ -42,7 +45,11 @@ def main():
     for i, path in enumerate(sys.argv[1:]):
         if i:
             print()
-        rows(path)
+        try:
+            rows(path)
+        except results.ResultsError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     return 0
 
 
