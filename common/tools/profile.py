@@ -161,21 +161,18 @@ def torch_runs(ncu, build, chapter, machine, problems=()):
         return []
     module = torch_peers.RaceModule(torch_peers.RaceModule.path(build, chapter))
     runs = []
-    for problem, peers in spec.peers.items():
-        if problems and problem not in problems:
-            continue
-        for text in spec.cases_of(problem):
-            case = module.case(problem, text)
-            for name, _setup in peers:
-                kernels, err = ncu_kernels(ncu, [python, script, "--build", build, "--profile", chapter, problem, name,
-                                                 "--case", case.name])
-                if kernels is None:
-                    print(f"ncu could not profile {chapter} {problem} {name}:\n{err}")
-                    continue
-                runs.append({"problem": problem, "case": case.name, "version": name, "kind": "peer", "library": "torch",
-                             "kernels": [summarize(k, {}, machine) for k in kernels]})
-                print(f"{chapter} {problem} {name}: " + ", ".join(f"grid {k['grid']:.0f} x {k['block']:.0f}, DRAM "
-                                                                f"{k['dram_pct']:.1f}%" for k in runs[-1]["kernels"]))
+    for problem, peers, text in spec.selected(problems):
+        case = module.case(problem, text)
+        for name, _setup in peers:
+            kernels, err = ncu_kernels(ncu, [python, script, "--build", build, "--profile", chapter, problem, name,
+                                             "--case", case.name])
+            if kernels is None:
+                print(f"ncu could not profile {chapter} {problem} {name}:\n{err}")
+                continue
+            runs.append({"problem": problem, "case": case.name, "version": name, "kind": "peer", "library": "torch",
+                         "kernels": [summarize(k, {}, machine) for k in kernels]})
+            print(f"{chapter} {problem} {name}: " + ", ".join(f"grid {k['grid']:.0f} x {k['block']:.0f}, DRAM "
+                                                            f"{k['dram_pct']:.1f}%" for k in runs[-1]["kernels"]))
     return runs
 
 

@@ -135,6 +135,15 @@ class Spec:
     def cases_of(self, problem):
         return self.cases.get(problem, [""])
 
+    def selected(self, problems=(), cases=()):
+        """(problem, its peers, case text) for each problem of PEERS in `problems` (every one when
+        empty) and each text of `cases` (the problem's CASES when empty)."""
+        for problem, peers in self.peers.items():
+            if problems and problem not in problems:
+                continue
+            for text in cases or self.cases_of(problem):
+                yield problem, peers, text
+
 
 class RaceModule:
     """A chapter's race module (common/src/race_module.cpp) through ctypes."""
@@ -325,37 +334,34 @@ def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=()):
     `problems`, when given, keeps only those problems; `cases`, when given, replaces CASES."""
     module = RaceModule(RaceModule.path(build, chapter))
     runs, failed = [], False
-    for problem, listed in spec.peers.items():
-        if problems and problem not in problems:
-            continue
-        for text in cases or spec.cases_of(problem):
-            case = module.case(problem, text)
-            for name, setup in listed:
-                run, check = setup(case, torch)
-                verdict = check()
-                med, lo, hi, reps = time_ms(torch, run)
-                GBps = case.floor.bytes / (med * 1e-3) / 1e9
-                row = {"problem": problem, "case": case.name, "shape": case.shape, "params": case.params,
-                       "version": name, "summary": f"PyTorch {torch.__version__}", "kind": "peer", "library": "torch",
-                       "bytes": case.floor.bytes, "flops": case.floor.flops, "ms_median": med, "ms_min": lo,
-                       "ms_max": hi, "reps": reps, "GBps": GBps, "fraction_of_copy": GBps / ceiling["GBps"],
-                       "check": verdict}
-                line = f"{chapter} {problem} {case.name} {name}: {med:.4f} ms, {GBps:.1f} GB/s, " \
-                       f"{GBps / ceiling['GBps']:.3f} of copy, {verdict}"
-                if problem in spec.ours:
-                    try:
-                        r = race(torch, module, problem, case.name, spec.ours[problem], run)
-                    except RuntimeError as e:
-                        r = {"version": spec.ours[problem], "check": f"FAIL: {e}"}
-                    row["race"] = r
-                    failed = failed or r["check"] != "pass"
-                    line += (f"; {r['version']} in this process: {r['check']}" if "speed_ratio" not in r else
-                             f"; {r['version']} in this process at {r['speed_ratio']:.3f}x its speed "
-                             f"[{r['speed_ratio_min']:.3f}-{r['speed_ratio_max']:.3f}], {r['check']}")
-                print(line)
-                runs.append(row)
-                del run, check
-                torch.cuda.empty_cache()
+    for problem, listed, text in spec.selected(problems, cases):
+        case = module.case(problem, text)
+        for name, setup in listed:
+            run, check = setup(case, torch)
+            verdict = check()
+            med, lo, hi, reps = time_ms(torch, run)
+            GBps = case.floor.bytes / (med * 1e-3) / 1e9
+            row = {"problem": problem, "case": case.name, "shape": case.shape, "params": case.params,
+                   "version": name, "summary": f"PyTorch {torch.__version__}", "kind": "peer", "library": "torch",
+                   "bytes": case.floor.bytes, "flops": case.floor.flops, "ms_median": med, "ms_min": lo,
+                   "ms_max": hi, "reps": reps, "GBps": GBps, "fraction_of_copy": GBps / ceiling["GBps"],
+                   "check": verdict}
+            line = f"{chapter} {problem} {case.name} {name}: {med:.4f} ms, {GBps:.1f} GB/s, " \
+                   f"{GBps / ceiling['GBps']:.3f} of copy, {verdict}"
+            if problem in spec.ours:
+                try:
+                    r = race(torch, module, problem, case.name, spec.ours[problem], run)
+                except RuntimeError as e:
+                    r = {"version": spec.ours[problem], "check": f"FAIL: {e}"}
+                row["race"] = r
+                failed = failed or r["check"] != "pass"
+                line += (f"; {r['version']} in this process: {r['check']}" if "speed_ratio" not in r else
+                         f"; {r['version']} in this process at {r['speed_ratio']:.3f}x its speed "
+                         f"[{r['speed_ratio_min']:.3f}-{r['speed_ratio_max']:.3f}], {r['check']}")
+            print(line)
+            runs.append(row)
+            del run, check
+            torch.cuda.empty_cache()
     return runs, failed
 
 
