@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The race against PyTorch with every round printed, run two ways: as common/tools/torch_peers.py
-runs it ("plain": the timed calls follow one another, so where the GPU finishes a call before the
-host has queued the next, the events also time the host's launch), and with the GPU kept busy ahead
-of each timed call ("busy": torch.cuda._sleep before each, so both sides' launches are queued before
-the start event fires and the events time the GPU's work alone). At 16x32x112x112 the two differ
+"""The race against PyTorch with every round printed, run two ways: "plain", the timed calls one
+after another, so that where the GPU finishes a call before the host has queued the next, the
+events also time the host's launch; and "busy", the GPU kept busy ahead of each timed call
+(torch_peers.time_ms's spin of BUSY_CYCLES, as common/tools/torch_peers.py races), so both sides'
+launches are queued before the start event fires and the events time the GPU's work alone. At 16x32x112x112 the two differ
 for PyTorch, whose forward is three launches from Python (results/NVIDIA_H100_80GB_HBM3.race_rounds.txt).
 
   race_rounds.py BUILD "PROBLEM|CASE|VERSION,VERSION|plain,busy" ...
@@ -32,23 +32,17 @@ def main():
         for v, h in handles.items():
             print(f"   {v}: check {module.check(h)}", flush=True)
         for mode in modes.split(","):
-            sleep = (lambda: torch.cuda._sleep(200000)) if mode == "busy" else None
+            busy = tp.BUSY_CYCLES if mode == "busy" else 0
             rows = {v: [] for v in handles}
             rows["torch"] = []
             for r in range(tp.RACE_ROUNDS):
                 for who in (["torch"] + list(handles)) if r % 2 == 0 else (list(handles) + ["torch"]):
                     if who == "torch":
-                        rows[who].append(tp.time_ms(torch, run, warmup=3, reps=tp.RACE_REPS, before=sleep)[0])
+                        rows[who].append(tp.time_ms(torch, run, warmup=3, reps=tp.RACE_REPS, busy_cycles=busy)[0])
                         continue
                     h = handles[who]
-
-                    def before(h=h):
-                        if sleep:
-                            sleep()
-                        module.before(h, stream)
-
                     rows[who].append(tp.time_ms(torch, lambda h=h: module.launch(h, stream), warmup=3, reps=tp.RACE_REPS,
-                                                before=before)[0])
+                                                before=lambda h=h: module.before(h, stream), busy_cycles=busy)[0])
             t = rows["torch"]
             print(f"   [{mode}] torch ms per round: " + " ".join(f"{x:.4f}" for x in t), flush=True)
             for v in handles:

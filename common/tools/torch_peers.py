@@ -80,11 +80,12 @@ class Case:
         self.floor = Floor(d["floor"])
 
 
-def time_ms(torch, run, warmup=5, reps=50, before=None):
+def time_ms(torch, run, warmup=5, reps=50, before=None, busy_cycles=BUSY_CYCLES):
     """Median, min and max of `reps` timed calls of run(); before(), if given, is enqueued ahead of
     each call, outside the timed region (the resets the bench runs untimed). Each call is preceded,
-    untimed, by a spin of BUSY_CYCLES on the GPU, so the host has queued the call before the GPU
-    reaches it: the events time the GPU's work, not the host's launch latency."""
+    untimed, by a spin of `busy_cycles` on the GPU, so the host has queued the call before the GPU
+    reaches it: the events time the GPU's work, not the host's launch latency (0: no spin, the
+    calls back to back)."""
     for _ in range(warmup):
         if before:
             before()
@@ -93,7 +94,8 @@ def time_ms(torch, run, warmup=5, reps=50, before=None):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     stops = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for a, b in zip(starts, stops):
-        torch.cuda._sleep(BUSY_CYCLES)
+        if busy_cycles:
+            torch.cuda._sleep(busy_cycles)
         if before:
             before()
         a.record()
