@@ -197,9 +197,7 @@ __global__ void __launch_bounds__(256) bwd_v3_segments_ndhwc_kernel(BackwardArgs
 
 template <class T>
 std::string bwd_v3_refuses(const Window& w) {
-  if (!windows_disjoint(w)) return "bwd_v3_segment_writer takes windows that do not overlap (span <= stride)";
-  if (!plane_fits_32_bits(w)) return "bwd_v3_segment_writer indexes a plane in 32 bits; this one is larger";
-  return {};
+  return disjoint_writer_refuses(w, "bwd_v3_segment_writer");
 }
 
 // The store width: V elements when every segment boundary and row start is a multiple of V

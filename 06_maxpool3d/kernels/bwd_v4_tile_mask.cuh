@@ -285,11 +285,8 @@ void bwd_v4_tile_mask(cudaStream_t s, const BackwardArgs<T>& a) {
   const std::size_t smem = tile_shared_bytes(ta);
   const std::int64_t planes = w.layout == Layout::ndhwc ? w.N : w.N * w.C;
   const std::int64_t ntiles = planes * ta.tiles_c * ta.tiles[0] * ta.tiles[1] * ta.tiles[2];
-  int per_sm = 0, sms = 0, dev = 0;
-  TUT_CUDA(cudaGetDevice(&dev));
-  TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v4_tile_mask_kernel<T>, kTileBlock, smem));
-  const std::int64_t grid = std::min<std::int64_t>(ntiles, static_cast<std::int64_t>(std::max(1, per_sm)) * sms * 4);
+  const std::int64_t grid =
+      std::min<std::int64_t>(ntiles, resident_blocks(TUT_KERNEL(bwd_v4_tile_mask_kernel<T>), kTileBlock, smem) * 4);
   bwd_v4_tile_mask_kernel<T><<<static_cast<unsigned>(grid), kTileBlock, smem, s>>>(a, ta);
   TUT_CHECK_LAUNCH("bwd_v4_tile_mask_kernel");
 }

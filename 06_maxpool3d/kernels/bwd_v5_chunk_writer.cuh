@@ -188,9 +188,7 @@ __global__ void __launch_bounds__(256) bwd_v5_chunk_writer_kernel(BackwardArgs<T
 
 template <class T>
 std::string bwd_v5_refuses(const Window& w) {
-  if (!windows_disjoint(w)) return "bwd_v5_chunk_writer takes windows that do not overlap (span <= stride)";
-  if (!plane_fits_32_bits(w)) return "bwd_v5_chunk_writer indexes a plane in 32 bits; this one is larger";
-  return {};
+  return disjoint_writer_refuses(w, "bwd_v5_chunk_writer");
 }
 
 // The chunk width: 4 elements (16 bytes) when rows (NCDHW) or positions (NDHWC) are whole chunks
@@ -233,13 +231,7 @@ void bwd_v5_chunk_writer(cudaStream_t s, const BackwardArgs<T>& a) {
   const auto launch = [&](auto v) {
     constexpr int kBlock = 256;
     constexpr int kV = decltype(v)::value;
-    static const std::int64_t resident = [] {  // blocks of this kernel the device holds at once
-      int dev = 0, sms = 0, per_sm = 0;
-      TUT_CUDA(cudaGetDevice(&dev));
-      TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v5_chunk_writer_kernel<kV, T>, kBlock, 0));
-      return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
-    }();
+    static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v5_chunk_writer_kernel<kV, T>), kBlock, 0);
     const std::int64_t needed = (ca.chunks + static_cast<std::int64_t>(kBlock) * kChunkBatch - 1) /
                                 (static_cast<std::int64_t>(kBlock) * kChunkBatch);
     const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));

@@ -548,13 +548,9 @@ const StagedPlan& staged_plan(const Window& w, bool with_grid) {
     if (plan.smem > 48 * 1024)
       TUT_CUDA(cudaFuncSetAttribute(bwd_v6_staged_tile_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(plan.smem)));
-    int per_sm = 0, sms = 0, dev = 0;
-    TUT_CUDA(cudaGetDevice(&dev));
-    TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v6_staged_tile_kernel<T>, kStagedBlock,
-                                                           plan.smem));
     const std::int64_t columns = plan.st.planes * plan.st.per_plane;
-    plan.blocks = std::min<std::int64_t>({columns, static_cast<std::int64_t>(std::max(1, per_sm)) * sms, kMaxInt32});
+    const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v6_staged_tile_kernel<T>), kStagedBlock, plan.smem);
+    plan.blocks = std::min<std::int64_t>({columns, resident, kMaxInt32});
     plan.st.step_planes = plan.blocks / plan.st.per_plane;
     plan.st.step_rest = static_cast<std::uint32_t>(plan.blocks % plan.st.per_plane);
   }

@@ -97,9 +97,7 @@ __global__ void __launch_bounds__(256) bwd_v7_store_kernel(BackwardArgs<T> a, St
 
 template <class T>
 std::string bwd_v7_refuses(const Window& w) {
-  if (!windows_disjoint(w)) return "bwd_v7_zero_then_store takes windows that do not overlap (span <= stride)";
-  if (!plane_fits_32_bits(w)) return "bwd_v7_zero_then_store indexes a plane in 32 bits; this one is larger";
-  return {};
+  return disjoint_writer_refuses(w, "bwd_v7_zero_then_store");
 }
 
 template <class T>

@@ -131,9 +131,7 @@ __global__ void __launch_bounds__(kSlabBlock) bwd_v8_slab_writer_kernel(Backward
 
 template <class T>
 std::string bwd_v8_refuses(const Window& w) {
-  if (!windows_disjoint(w)) return "bwd_v8_slab_writer takes windows that do not overlap (span <= stride)";
-  if (!plane_fits_32_bits(w)) return "bwd_v8_slab_writer indexes a plane in 32 bits; this one is larger";
-  return {};
+  return disjoint_writer_refuses(w, "bwd_v8_slab_writer");
 }
 
 // The pack width: V elements when a row (W, or W * C) is a multiple of V, so that every slice's run
@@ -169,13 +167,7 @@ void bwd_v8_slab_writer(cudaStream_t s, const BackwardArgs<T>& a) {
   constexpr int kWarps = kSlabBlock / 32;
   const auto launch = [&](auto v) {
     constexpr int kV = decltype(v)::value;
-    static const std::int64_t resident = [] {  // blocks of this kernel the device holds at once
-      int dev = 0, sms = 0, per_sm = 0;
-      TUT_CUDA(cudaGetDevice(&dev));
-      TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v8_slab_writer_kernel<kV, T>, kSlabBlock, 0));
-      return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
-    }();
+    static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v8_slab_writer_kernel<kV, T>), kSlabBlock, 0);
     const std::int64_t needed = (sa.slabs + kWarps - 1) / kWarps;
     const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
     bwd_v8_slab_writer_kernel<kV, T><<<grid, kSlabBlock, 0, s>>>(a, sa);

@@ -460,14 +460,10 @@ void bwd_v9_ordered_tile(cudaStream_t s, const BackwardArgs<T>& a) {
   const OrderedPlan plan = ordered_plan(a.w);
   if (!plan.refused.empty()) throw tut::Unsupported(plan.refused);
   static const std::int64_t resident = [] {  // blocks the device holds at once, with the largest tile
-    int dev = 0, sms = 0, per_sm = 0;
     TUT_CUDA(cudaFuncSetAttribute(bwd_v9_ordered_tile_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kOrderedMaxCells * sizeof(T))));
-    TUT_CUDA(cudaGetDevice(&dev));
-    TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bwd_v9_ordered_tile_kernel<T>, kOrderedBlock,
-                                                           kOrderedMaxCells * sizeof(T)));
-    return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
+    return resident_blocks(TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>), kOrderedBlock,
+                           kOrderedMaxCells * sizeof(T));
   }();
   const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(plan.ot.tiles, 8 * resident)));
   bwd_v9_ordered_tile_kernel<T><<<grid, kOrderedBlock, static_cast<std::size_t>(plan.ot.cells) * sizeof(T), s>>>(a, plan.ot);

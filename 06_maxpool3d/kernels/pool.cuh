@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -177,6 +178,24 @@ inline bool windows_disjoint(const Window& w) {
 inline bool plane_fits_32_bits(const Window& w) {
   return static_cast<std::int64_t>(w.D + w.k[0]) * (w.H + w.k[1]) * (w.W + w.k[2]) <
          std::numeric_limits<std::int32_t>::max();
+}
+
+// How many blocks of `kernel` (`block` threads, `smem` bytes of dynamic shared memory) the device
+// holds at once: its SMs times the blocks that fit on one, at least one per SM.
+inline std::int64_t resident_blocks(const void* kernel, int block, std::size_t smem) {
+  int dev = 0, sms = 0, per_sm = 0;
+  TUT_CUDA(cudaGetDevice(&dev));
+  TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
+  return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
+}
+
+// Why a backward writer for disjoint windows refuses a case ("" when it takes it): `who` takes
+// windows that do not overlap, and indexes a plane in 32 bits.
+inline std::string disjoint_writer_refuses(const Window& w, const char* who) {
+  if (!windows_disjoint(w)) return std::string(who) + " takes windows that do not overlap (span <= stride)";
+  if (!plane_fits_32_bits(w)) return std::string(who) + " indexes a plane in 32 bits; this one is larger";
+  return {};
 }
 
 // Blocks for a grid-stride loop over `work` items: enough for the device's waves, no more than the
