@@ -21,6 +21,8 @@
 #include "kernels/bwd_v7_zero_then_store.cuh"
 #include "kernels/bwd_v8_slab_writer.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
+#include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -261,6 +263,10 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v8_slab_writer<T>, bwd_v8_kernels<T>(), &bwd_v8_refuses<T>),
       backward_version<T>("v9_ordered_tile", "deterministic, overlapping windows: a dx tile in shared memory, outputs added rank by rank between barriers",
                           &bwd_v9_ordered_tile<T>, {TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>)}, &bwd_v9_refuses<T>),
+      backward_version<T>("v10_row_writer", "deterministic, windows that do not overlap: one pass of 16-byte stores, a thread's column of a row fixed, its rows walked",
+                          &bwd_v10_row_writer<T>, bwd_v10_kernels<T>(), &bwd_v10_refuses<T>),
+      backward_version<T>("v11_window_gather", "deterministic, overlapping windows of <= 3 outputs per axis: v1 with 2 or 3 candidates per axis unrolled, every load before the compares",
+                          &bwd_v11_window_gather<T>, bwd_v11_kernels<T>(), &bwd_v11_refuses<T>),
       backward_version<T>("auto", "the deterministic backward a user calls: v3 or v7 without overlap, v9 or v6 with, else v1",
                           &bwd_auto<T>, {}),
   };

@@ -15,6 +15,8 @@
 #include "kernels/bwd_v6_staged_tile.cuh"
 #include "kernels/bwd_v7_zero_then_store.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
+#include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v11_window_gather.cuh"
 
 namespace ch06 {
 
@@ -25,6 +27,8 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v6_staged_tile: return bwd_v6_staged_tile(s, a);
     case BwdPick::v7_zero_then_store: return bwd_v7_zero_then_store(s, a);
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
+    case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
+    case BwdPick::v11_window_gather: return bwd_v11_window_gather(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

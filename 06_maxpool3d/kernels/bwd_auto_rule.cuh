@@ -4,6 +4,8 @@
 
 #include "kernels/bwd_v6_staged_tile.cuh"  // bwd_v6_refuses
 #include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
+#include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -18,7 +20,15 @@ inline std::string tile_mask_refuses(const Window& w) {
   return {};
 }
 
-enum class BwdPick { v1_gather, v3_segment_writer, v6_staged_tile, v7_zero_then_store, v9_ordered_tile };
+enum class BwdPick {
+  v1_gather,
+  v3_segment_writer,
+  v6_staged_tile,
+  v7_zero_then_store,
+  v9_ordered_tile,
+  v10_row_writer,
+  v11_window_gather
+};
 
 inline const char* bwd_pick_name(BwdPick p) {
   switch (p) {
@@ -26,6 +36,8 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v6_staged_tile: return "v6_staged_tile";
     case BwdPick::v7_zero_then_store: return "v7_zero_then_store";
     case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
+    case BwdPick::v10_row_writer: return "v10_row_writer";
+    case BwdPick::v11_window_gather: return "v11_window_gather";
     default: return "v1_gather";
   }
 }
@@ -44,11 +56,16 @@ inline const char* bwd_pick_name(BwdPick p) {
 inline constexpr int kOrderedAutoMaxRanks = 8;
 
 inline BwdPick bwd_pick(const Window& w) {
-  if (windows_disjoint(w) && plane_fits_32_bits(w))
-    return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
-                                                                      : BwdPick::v3_segment_writer;
+  if (windows_disjoint(w) && plane_fits_32_bits(w)) {
+    if (static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] < 64) return BwdPick::v3_segment_writer;
+    return bwd_v10_refuses<float>(w).empty() ? BwdPick::v10_row_writer : BwdPick::v7_zero_then_store;
+  }
+  const bool channels_last = w.layout == Layout::ndhwc && w.C > 1;
   const OrderedPlan plan = ordered_plan(w);
-  if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
+  const bool ordered = plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks;
+  if (ordered && !channels_last) return BwdPick::v9_ordered_tile;
+  if (bwd_v11_refuses<float>(w).empty()) return BwdPick::v11_window_gather;
+  if (ordered) return BwdPick::v9_ordered_tile;
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
   return BwdPick::v1_gather;
 }

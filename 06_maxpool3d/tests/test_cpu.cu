@@ -12,6 +12,8 @@
 #include "kernels/bwd_v7_zero_then_store.cuh"
 #include "kernels/bwd_v8_slab_writer.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
+#include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
@@ -353,22 +355,26 @@ TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for l
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v3 or v7 where windows do not overlap, v9 where they do with at most 8 ranks, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v3, v10 or v7 where windows do not overlap; v9 or v11 where they overlap a little; else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v3_segment_writer);   // 8 cells per output
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v7_zero_then_store);    // 512
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v7_zero_then_store);   // 64
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v10_row_writer);        // 512
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v10_row_writer);       // 64
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);  // rows of channels
+  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v10_row_writer);  // one channel
   CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v3_segment_writer);      // gaps between windows, 27
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v3_segment_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v9_ordered_tile);
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v11_window_gather);
   CHECK(pick({4, 64, 16, 56, 56}, idx({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == BwdPick::v9_ordered_tile);  // 1 x 2 x 2
-  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v6_staged_tile);   // 27 ranks
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v11_window_gather);  // 27 ranks, 3 per axis
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1}, {1}, "NDHWC")) == BwdPick::v11_window_gather);
+  CHECK(pick({2, 8, 32, 32, 32}, idx({4}, {1}, {2})) == BwdPick::v6_staged_tile);     // 4 per axis
   CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v6_staged_tile);        // 512 ranks: 64 (D, H) pairs
   CHECK(pick({1, 2, 40, 40, 40}, idx({9}, {1})) == BwdPick::v1_gather);              // 81 (D, H) pairs
   CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {1}, {1}, {2})) == BwdPick::v1_gather);   // dilated, overlapping
@@ -471,6 +477,89 @@ TEST_CASE("bwd v5's chunks, run on the host: every dx element written once, v1's
     CHECK(hb.same_bits());
   }
   CHECK(ran >= 10);
+}
+
+TEST_CASE("bwd v10's rows, run on the host thread by thread: every dx element written once, v1's bits") {
+  // The GPU tests' cases and the host's, plus rows of 2-element chunks (W = 18) and of one block's
+  // width and more (W = 1100: 275 chunks, more than a block's 256 threads, so a thread takes two
+  // columns).
+  auto cases = host_backward_cases();
+  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}}})
+    for (const char* idx : {"int64", "compact"}) {
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, true));
+    }
+  int ran = 0;
+  std::map<int, int> widths;
+  for (const auto& c : cases) {
+    HostBackward hb(c);
+    if (!ch06::bwd_v10_refuses<float>(hb.w).empty()) continue;
+    INFO(c.name);
+    ++ran;
+    const auto a = hb.args();
+    const int V = ch06::bwd_v5_pack(a);
+    ++widths[V];
+    const auto ra = ch06::row_args<float>(hb.w, V);
+    CHECK(ra.lanes * ra.rows_per_block <= ch06::kRowBlock);
+    std::vector<int> writes(hb.dx.size(), 0);
+    const auto run = [&](auto v) {
+      constexpr int kV = decltype(v)::value;
+      // The kernel's loops, one thread after another: a block's thread t takes columns t mod lanes
+      // (stepping by lanes) and rows t / lanes (stepping by the grid's rows).
+      for (int t = 0; t < ch06::kRowBlock; ++t) {
+        const int sub = t / ra.lanes;
+        if (sub >= ra.rows_per_block) continue;
+        for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
+          const auto col = ch06::row_column<kV>(a, ra, g);
+          for (std::int64_t r = sub; r < ra.rows; r += ra.rows_per_block) {
+            ch06::RowJob<kV, float> job;
+            ch06::load_row_chunk(a, ra, col, r, job);
+            ch06::store_row_chunk(a, col, job);
+            for (int l = 0; l < kV; ++l) ++writes[static_cast<std::size_t>(job.dst - a.dx) + l];
+          }
+        }
+      }
+    };
+    if (V == 4) run(std::integral_constant<int, 4>{});
+    else if (V == 2) run(std::integral_constant<int, 2>{});
+    else run(std::integral_constant<int, 1>{});
+    int not_once = 0;
+    for (int n : writes) not_once += n != 1;
+    CHECK(not_once == 0);
+    CHECK(hb.same_bits());
+  }
+  CHECK(ran >= 10);
+  CHECK(widths[4] >= 2);
+  CHECK(widths[2] >= 1);
+  CHECK(widths[1] >= 2);
+}
+
+TEST_CASE("bwd v11, run on the host element by element: v1's bits; it takes at most 3 outputs per axis, undilated") {
+  int ran = 0, three = 0;
+  for (const auto& c : host_backward_cases()) {
+    HostBackward hb(c);
+    if (!ch06::bwd_v11_refuses<float>(hb.w).empty()) continue;
+    INFO(c.name);
+    ++ran;
+    const auto a = hb.args();
+    const auto dv = ch06::window_gather_divs(hb.w);
+    const int kc = ch06::window_gather_candidates(hb.w);
+    three += kc == 3;
+    for (std::int64_t e = 0; e < hb.w.in_numel(); ++e)
+      hb.dx[static_cast<std::size_t>(e)] =
+          kc <= 2 ? ch06::window_gather_one<2>(a, dv, e) : ch06::window_gather_one<3>(a, dv, e);
+    CHECK(hb.same_bits());
+  }
+  CHECK(ran >= 20);
+  CHECK(three >= 4);
+  const auto w = [](ch06::Spec s) {
+    s.indices = "int64";
+    return ch06::window_of_case(ch06::make_pool_case(s, true));
+  };
+  CHECK(ch06::bwd_v11_refuses<float>(w({{1, 2, 12, 12, 12}, {8}, {1}, {4}})) != "");        // 8 per axis
+  CHECK(ch06::bwd_v11_refuses<float>(w({{2, 3, 9, 10, 11}, {3}, {1}, {1}, {2}})) != "");     // dilated
+  CHECK(ch06::bwd_v11_refuses<float>(w({{2, 3, 9, 10, 11}, {3, 4, 5}, {1, 1, 1}, {1, 2, 2}})) != "");  // 5 along W
+  CHECK(ch06::bwd_v11_refuses<float>(w({{2, 3, 9, 10, 11}, {2, 3, 4}, {1, 2, 3}, {1, 1, 2}})) == "");  // 2, 2, 2
 }
 
 TEST_CASE("bwd v6's columns, run on the host step by step: v1's bits, the masks clear after every column") {

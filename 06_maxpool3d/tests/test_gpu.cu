@@ -131,7 +131,9 @@ TEST_SUITE("gpu") {
                                (v.name == "v6_staged_tile" && !ch06::bwd_v6_refuses<float>(w).empty()) ||
                                (v.name == "v7_zero_then_store" && !ch06::bwd_v7_refuses<float>(w).empty()) ||
                                (v.name == "v8_slab_writer" && !ch06::bwd_v8_refuses<float>(w).empty()) ||
-                               (v.name == "v9_ordered_tile" && !ch06::bwd_v9_refuses<float>(w).empty());
+                               (v.name == "v9_ordered_tile" && !ch06::bwd_v9_refuses<float>(w).empty()) ||
+                               (v.name == "v10_row_writer" && !ch06::bwd_v10_refuses<float>(w).empty()) ||
+                               (v.name == "v11_window_gather" && !ch06::bwd_v11_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -143,7 +145,7 @@ TEST_SUITE("gpu") {
     // Overlapping windows, so that many outputs name the same input (up to 8 for kernel 3 stride 2,
     // 27 for kernel 3 stride 1, 512 for kernel 8 stride 1) and the scatter's atomics collide; dy is
     // overwritten with non-integer values, whose sums depend on the order of the additions. v1, v2,
-    // v4, v6 and v9 add in the same order (od, then oh, then ow ascending): the same bits, run after run.
+    // v4, v6, v9 and v11 add in the same order (od, then oh, then ow ascending): the same bits, run after run.
     const auto& bwd = ch06::maxpool3d_backward_f32();
     const std::vector<ch06::Spec> setups = {
         {{4, 16, 12, 20, 20}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
@@ -176,6 +178,8 @@ TEST_SUITE("gpu") {
       const bool ordered = ch06::bwd_v9_refuses<float>(w).empty();  // not kernel 8 stride 1 (512 ranks)
       std::vector<const char*> names = {"v1_gather", "v2_marked_gather", "v4_tile_mask", "v6_staged_tile", "auto"};
       if (ordered) names.push_back("v9_ordered_tile");
+      const bool window_gather = ch06::bwd_v11_refuses<float>(w).empty();  // at most 3 outputs per axis
+      if (window_gather) names.push_back("v11_window_gather");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -188,6 +192,7 @@ TEST_SUITE("gpu") {
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
       CHECK(first["auto"] == first["v1_gather"]);              // auto takes v9 or v6 on overlapping windows
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
+      if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
       const auto scatter_first = run("v0_scatter_atomic");
       int scatter_differs = 0;
       for (int r = 0; r < runs; ++r) scatter_differs += run("v0_scatter_atomic") != scatter_first;
