@@ -22,6 +22,7 @@
 #include "kernels/bwd_v4_own_packs.cuh"
 #include "kernels/bwd_v5_onchip_cache.cuh"
 #include "kernels/bwd_v6_balanced.cuh"
+#include "kernels/bwd_v8_cluster.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -30,6 +31,7 @@
 #include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/fwd_v6_balanced.cuh"
 #include "kernels/fwd_v7_mask_bytes.cuh"
+#include "kernels/fwd_v8_cluster.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -183,6 +185,13 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                               "v5, each pack of 8 halves written as one byte of the mask: no ballots",
                                               &fwd_v7_mask_bytes<T, kAdd>, &fwd_v7_scratch_bytes<T>,
                                               fwd_v7_kernels<T, kAdd>()));
+  {
+    auto v = fwd_version<T, kAdd>("v8_cluster",
+                                  "a cluster per channel group, x in registers, statistics merged in shared memory",
+                                  &fwd_v8_cluster<T, kAdd>, &fwd_v8_scratch_bytes<T>, fwd_v8_kernels<T, kAdd>());
+    v.setup = [](ForwardInstance<T, kAdd>&, tut::Workspace&) { require_clusters("fwd_v8_cluster"); };
+    p.versions.push_back(std::move(v));
+  }
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)
@@ -247,6 +256,12 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
   p.versions.push_back(bwd_version<T, kAdd>("v6_balanced", "v5, the dx pass's uncached packs handed out from a queue at run time",
                                             "mask", &bwd_v6_balanced<T, kAdd>, &bwd_v6_scratch_bytes<T>,
                                             bwd_v6_kernels<T, kAdd>()));
+  {
+    auto v = bwd_version<T, kAdd>("v8_cluster", "a cluster per channel group, g and x in registers, sums merged in shared memory",
+                                  "mask", &bwd_v8_cluster<T, kAdd>, &bwd_v8_scratch_bytes<T>, bwd_v8_kernels<T, kAdd>());
+    v.setup = [](BackwardInstance<T, kAdd>&, tut::Workspace&) { require_clusters("bwd_v8_cluster"); };
+    p.versions.push_back(std::move(v));
+  }
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

@@ -1,0 +1,390 @@
+// fwd v8_cluster: for the tensors that are small per channel group, one launch with no grid
+// barrier: a thread-block cluster per group of channels, x held in registers, the statistics
+// merged through distributed shared memory.
+//
+// What changed since v7 (and v3 to v6). The single-read versions are one cooperative kernel over
+// the whole GPU: every block writes partials for every channel it touched, a grid barrier, a merge,
+// a second grid barrier, then the pass. At 64x1024x7x7 NHWC (3136 rows of 1024 channels, 12.8 MB)
+// that shape costs more than the bytes: Nsight Compute measured v3 at 55.4 us with the DRAM busy
+// 8.5 % of the time and 30 % of the warps' stalls on a barrier, against 15.9 us for cuDNN's fused
+// kernel. Here the grid is cut by channels instead: a cluster of K blocks (K <= 8, the portable
+// size; sm_90's clusters) owns P * V channels, P columns of V-element packs (NHWC; one channel in
+// NCHW), and splits their rows among its K * L row lanes (L = 256 / P per block). Each thread
+// loads its R items (packs) into registers at once, takes their mean and squared deviations in
+// two passes over the registers (no division per value), and the block merges its rows (Chan,
+// kernels/common.cuh) into one Welford triple per channel in shared memory. One cluster barrier;
+// every block reads the K triples of its channels from the cluster's shared memories in rank
+// order (so the K blocks compute the same statistics, bit for bit), and the pass runs from the
+// registers: x is read once, from DRAM, and no partial ever goes to global memory. The clusters
+// never wait on each other, so the grid need not be resident, and a tiny tensor is one launch
+// of a few blocks instead of v1's two kernels or a cooperative grid of 132 * 4 blocks.
+// The host picks the widest P (at most 32 channels, one word of the mask) and the smallest K
+// whose row lanes hold the rows in R items; when even K = 8 does not, the items past R are read
+// again in the pass (correct on every shape; slow where the tensor is large per channel group,
+// where v3 to v7 are the versions to use).
+// The mask: a word holds 32 consecutive elements, which here may belong to two clusters (C not a
+// multiple of 32, NCHW runs, the last word's padding). The lanes of a warp holding parts of one
+// word find each other (__match_any_sync) and OR their bits together (__reduce_or_sync); a word
+// wholly theirs is stored, a shared one is written by an atomicAnd then an atomicOr of the bits
+// they own, which leaves the other clusters' bits as they are in any order.
+// Prediction: at 64x1024x7x7 NHWC float, 256 blocks of 256 threads, 13 packs in flight per thread;
+// the time of one read of 12.8 MB and one write at most of the copy rate plus a launch and a
+// cluster barrier: under cuDNN's 19.6 us (results/NVIDIA_H100_80GB_HBM3.cudnn_suite.txt). At
+// 4x33x17x19 (42 K elements), one launch of 16 blocks: launch latency, under cuDNN's 9.6 us.
+// Evidence: the benchmark against cuDNN in one run; Nsight Compute's DRAM bytes and stall reasons.
+//
+// The trap: the K blocks of a cluster read each other's shared memory after the first barrier, so
+// no block may leave (its shared memory is gone) before every block has read: each thread arrives
+// at a second cluster barrier right after its reads and waits on it only at the end of the kernel.
+#pragma once
+
+#include "kernels/layout.cuh"
+
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <string>
+
+namespace ch05 {
+
+namespace cg = cooperative_groups;
+
+inline constexpr int kClusterMax = 8;  // the portable cluster size
+inline constexpr int kGroupSlots = 32;  // channels per cluster at most: P * V <= 32
+
+// How a v8 launch cuts the tensor.
+struct ClusterPlan {
+  int P = 1;               // pack columns per block (NHWC), 1 in NCHW
+  int L = kBlock;          // row lanes per block: kBlock / P
+  int K = 1;               // blocks per cluster
+  std::int64_t groups = 1;  // clusters: groups of P * V channels (NHWC), C (NCHW)
+  std::int64_t M = 0;      // rows of a group: N * H * W
+  std::int64_t items = 0;  // items per thread, the same for every thread: ceil(M / (L * K))
+  Divisor hw;              // NCHW: value j of channel c is at ((j / HW) * C + c) * HW + j % HW
+};
+
+// R: the items a thread keeps in registers. The widest P first (fewer shared mask words), then the
+// smallest K that holds every row in R items per thread.
+inline ClusterPlan cluster_plan(const Shape4& s, int V, int R) {
+  ClusterPlan p;
+  p.M = s.per_channel();
+  p.hw = Divisor(s.HW);
+  const auto items = [&](int L, int K) {
+    const std::int64_t lanes = static_cast<std::int64_t>(L) * K;
+    return (p.M + lanes - 1) / lanes;
+  };
+  std::vector<int> widths;
+  if (s.layout == Layout::nchw) {
+    widths = {1};
+  } else {
+    const std::int64_t packs = (s.C + V - 1) / V;
+    for (int P = kGroupSlots / V; P >= 1; P /= 2)
+      if (P == 1 || P / 2 < packs) widths.push_back(P);  // not more than half the columns idle
+  }
+  bool fits = false;
+  for (int P : widths) {
+    for (int K = 1; K <= kClusterMax && !fits; K *= 2)
+      if (items(kBlock / P, K) <= R) {
+        p.P = P;
+        p.K = K;
+        fits = true;
+      }
+    if (fits) break;
+  }
+  if (!fits) {
+    p.P = widths.front();
+    p.K = kClusterMax;
+  }
+  p.L = kBlock / p.P;
+  const std::int64_t width = static_cast<std::int64_t>(p.P) * V;
+  p.groups = s.layout == Layout::nchw ? s.C : (s.C + width - 1) / width;
+  p.items = items(p.L, p.K);
+  return p;
+}
+
+// Clusters need sm_90 or later; a clear error on an older GPU, before anything is launched.
+inline bool clusters_supported() {
+  int dev = 0, yes = 0;
+  TUT_CUDA(cudaGetDevice(&dev));
+  TUT_CUDA(cudaDeviceGetAttribute(&yes, cudaDevAttrClusterLaunch, dev));
+  return yes != 0;
+}
+inline void require_clusters(const char* who) {
+  if (!clusters_supported())
+    throw tut::Unsupported(std::string(who) + ": needs thread-block clusters (compute capability 9.0 or later)");
+}
+
+// Launches `kernel` as a grid of `groups` clusters of K blocks of kBlock threads.
+template <class... Params, class... Args>
+void launch_clusters(void (*kernel)(Params...), const ClusterPlan& plan, cudaStream_t st, const char* who,
+                     Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid_of(plan.groups * plan.K, who));
+  cfg.blockDim = dim3(kBlock);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = st;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(plan.K);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  TUT_CUDA(cudaLaunchKernelEx(&cfg, kernel, args...));  // returns the launch's own error
+}
+
+// The second cluster barrier, split: arrive once this thread has read the other blocks' shared
+// memory, wait before leaving.
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// The memory index of a thread's item in row `row` (0 <= row < M): NHWC, the pack at column
+// c_first of that row; NCHW, value `row` of channel c_first.
+template <bool kNchw>
+__device__ __forceinline__ std::int64_t item_index(const Shape4& s, const ClusterPlan& plan, std::int64_t c_first,
+                                                   std::int64_t row) {
+  if constexpr (kNchw) {
+    const std::int64_t n = plan.hw.div(row);
+    return (n * s.C + c_first) * s.HW + (row - n * s.HW);
+  } else {
+    return row * s.C + c_first;
+  }
+}
+
+// V elements of T, one access.
+template <class T, int V>
+using Item = tut::ew::Packed<T, V>;
+
+template <int V, class T>
+__device__ __forceinline__ void store_item(T* p, const float (&v)[V]) {
+  if constexpr (V * sizeof(T) == 16) store_pack<V, T>(p, v);
+  else {
+    static_assert(V == 1, "a pack of 16 bytes, or one element");
+    *p = from_float<T>(v[0]);
+  }
+}
+
+// The V bits `bits` of elements e .. e + V - 1 (e % V == 0, so they lie in one word), or nothing
+// when !has. Every lane of the warp calls it. Lanes holding parts of one word merge their bits; the
+// lane holding the tensor's last element owns the last word's padding bits (zero).
+template <int V>
+__device__ __forceinline__ void write_mask_bits(Word* mask, std::int64_t n, bool has, std::int64_t e, unsigned bits) {
+  const unsigned long long w = has ? static_cast<unsigned long long>(e >> 5) : ~0ull;
+  unsigned own = 0, val = 0;
+  if (has) {
+    const int sh = static_cast<int>(e & 31);
+    own = (V == 32 ? ~0u : ((1u << V) - 1u)) << sh;
+    val = bits << sh;
+    if ((n & 31) != 0 && static_cast<std::int64_t>(w) == (n >> 5)) own |= ~0u << (n & 31);
+  }
+  const unsigned peers = __match_any_sync(kFullWarp, w);
+  own = __reduce_or_sync(peers, own);
+  val = __reduce_or_sync(peers, val);
+  if (has && static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1) {
+    if (own == ~0u) {
+      mask[w] = val;
+    } else {
+      atomicAnd(mask + w, ~own | val);
+      atomicOr(mask + w, val);
+    }
+  }
+}
+
+// The block's partials of its P * V channels, one per column and slot: each warp merges its rows
+// with shuffles, then one thread per channel merges the warps' results in order.
+template <int V, class S>
+__device__ void block_columns(S (&w)[V], int P, S (*red)[kGroupSlots], S* out) {
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  CH05_UNROLL
+  for (int k = 0; k < V; ++k)
+    for (int off = 16; off >= P; off >>= 1) w[k] = merge(w[k], shfl_down(w[k], off));
+  if (lane < P) {
+    CH05_UNROLL
+    for (int k = 0; k < V; ++k) red[warp][lane * V + k] = w[k];
+  }
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < P * V) {
+    S acc = red[0][threadIdx.x];
+    for (int q = 1; q < kWarps; ++q) acc = merge(acc, red[q][threadIdx.x]);
+    out[threadIdx.x] = acc;
+  }
+}
+
+template <class T, int V, int R, bool kAdd, bool kNchw>
+__global__ void __launch_bounds__(kBlock, 2) fwd_v8_cluster_kernel(FwdArgs<T> a, ClusterPlan plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(!kNchw || V == 1, "NCHW walks single values");
+  __shared__ Welford red[kWarps][kGroupSlots];
+  __shared__ Welford part[kGroupSlots];
+  __shared__ float s_mean[kGroupSlots], s_scale[kGroupSlots], s_shift[kGroupSlots];
+  cg::cluster_group cluster = cg::this_cluster();
+  const int t = static_cast<int>(threadIdx.x), P = plan.P;
+  const int col = t % P, lrow = t / P;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const std::int64_t g = blockIdx.x / plan.K, C = a.s.C, M = plan.M;
+  const std::int64_t c_first = kNchw ? g : (g * P + col) * V;
+  const bool col_ok = c_first < C;
+  const std::int64_t row0 = static_cast<std::int64_t>(rank) * plan.L + lrow;
+  const std::int64_t step = static_cast<std::int64_t>(plan.L) * plan.K;
+
+  // 1. The first R items into registers (all loads issued before any is used), then their mean and
+  // squared deviations; the items past R (a tensor too large for the cluster) by Welford's update.
+  Item<T, V> xs[R];
+  int cached = 0;  // rows grow with i: the valid items are a prefix
+  CH05_UNROLL
+  for (int i = 0; i < R; ++i) {
+    const std::int64_t row = row0 + i * step;
+    if (col_ok && row < M) {
+      xs[i] = *reinterpret_cast<const Item<T, V>*>(a.x + item_index<kNchw>(a.s, plan, c_first, row));
+      ++cached;
+    }
+  }
+  float sum[V] = {};
+  CH05_UNROLL
+  for (int i = 0; i < R; ++i)
+    if (i < cached) {
+      CH05_UNROLL
+      for (int k = 0; k < V; ++k) sum[k] += to_float(xs[i].elem[k]);
+    }
+  Welford w[V];
+  CH05_UNROLL
+  for (int k = 0; k < V; ++k) {
+    const float n = static_cast<float>(cached), mean = cached > 0 ? sum[k] / n : 0.0f;
+    float m2 = 0.0f;
+    CH05_UNROLL
+    for (int i = 0; i < R; ++i)
+      if (i < cached) {
+        const float d = to_float(xs[i].elem[k]) - mean;
+        m2 = fmaf(d, d, m2);
+      }
+    w[k] = {n, mean, m2};
+  }
+  for (std::int64_t row = row0 + R * step; col_ok && row < M; row += step) {
+    const Item<T, V> v = *reinterpret_cast<const Item<T, V>*>(a.x + item_index<kNchw>(a.s, plan, c_first, row));
+    CH05_UNROLL
+    for (int k = 0; k < V; ++k) {
+      const float x = to_float(v.elem[k]);
+      w[k].n += 1.0f;
+      const float d = x - w[k].mean;
+      w[k].mean += d / w[k].n;
+      w[k].m2 = fmaf(d, x - w[k].mean, w[k].m2);
+    }
+  }
+  block_columns<V>(w, P, red, part);
+
+  // 2. Every block merges the cluster's K partials of its channels, in rank order.
+  cluster.sync();
+  const int width = P * V;
+  if (t < width) {
+    Welford total = *cluster.map_shared_rank(&part[t], 0);
+    for (int q = 1; q < plan.K; ++q) total = merge(total, *cluster.map_shared_rank(&part[t], q));
+    const std::int64_t c = kNchw ? g : g * width + t;
+    if (c < C) {
+      const float Mf = static_cast<float>(M);
+      const float invstd = 1.0f / sqrtf(total.m2 / Mf + a.eps);
+      s_mean[t] = total.mean;
+      s_scale[t] = a.gamma[c] * invstd;
+      s_shift[t] = a.beta[c];
+      if (rank == 0) {
+        a.saved_mean[c] = total.mean;
+        a.saved_invstd[c] = invstd;
+        a.running_mean[c] = (1.0f - a.momentum) * a.running_mean[c] + a.momentum * total.mean;
+        a.running_var[c] = (1.0f - a.momentum) * a.running_var[c] + a.momentum * (total.m2 / (Mf - 1.0f));
+      }
+    }
+  }
+  cluster_arrive();
+  __syncthreads();
+
+  // 3. The pass, from the registers (the items past R read again).
+  float mean[V], scale[V], shift[V];
+  CH05_UNROLL
+  for (int k = 0; k < V; ++k) {
+    const int s = kNchw ? 0 : (col_ok ? col * V + k : 0);
+    mean[k] = s_mean[s];
+    scale[k] = s_scale[s];
+    shift[k] = s_shift[s];
+  }
+  const std::int64_t n = a.s.numel();
+  const auto emit = [&](bool has, std::int64_t e, const Item<T, V>& xv) {
+    unsigned bits = 0;
+    if (has) {
+      Item<T, V> rv;
+      if constexpr (kAdd) rv = *reinterpret_cast<const Item<T, V>*>(a.r + e);
+      float y[V];
+      CH05_UNROLL
+      for (int k = 0; k < V; ++k) {
+        float s = fmaf(to_float(xv.elem[k]) - mean[k], scale[k], shift[k]);
+        if constexpr (kAdd) s += to_float(rv.elem[k]);
+        s = round_to<T>(s);
+        y[k] = relu(s);
+        bits |= static_cast<unsigned>(kept(s)) << k;
+      }
+      store_item<V, T>(a.y + e, y);
+    }
+    write_mask_bits<V>(a.mask, n, has, e, bits);
+  };
+  CH05_UNROLL
+  for (int i = 0; i < R; ++i) {
+    const bool has = i < cached;
+    emit(has, has ? item_index<kNchw>(a.s, plan, c_first, row0 + i * step) : 0, xs[i]);
+  }
+  for (std::int64_t i = R; i < plan.items; ++i) {  // the same count in every lane: the mask's warp steps
+    const std::int64_t row = row0 + i * step;
+    const bool has = col_ok && row < M;
+    const std::int64_t e = has ? item_index<kNchw>(a.s, plan, c_first, row) : 0;
+    Item<T, V> xv{};
+    if (has) xv = *reinterpret_cast<const Item<T, V>*>(a.x + e);
+    emit(has, e, xv);
+  }
+  cluster_wait();
+#else
+  __trap();  // clusters: sm_90 and later (the launcher refuses older GPUs)
+#endif
+}
+
+// Items kept in registers per thread: 16 packs (64 registers), or 32 single values.
+template <int V>
+inline constexpr int kFwdRegItems = V == 1 ? 32 : 16;
+
+template <class T, bool kAdd>
+void fwd_v8_cluster(cudaStream_t st, const FwdArgs<T>& a, void*) {
+  check_shape(a.s, "fwd_v8_cluster");
+  require_clusters("fwd_v8_cluster");
+  constexpr int V = kPack<T>;
+  const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && aligned16(a.x) && aligned16(a.y) &&
+                     (!kAdd || aligned16(a.r));
+  if (packs) {
+    const ClusterPlan plan = cluster_plan(a.s, V, kFwdRegItems<V>);
+    launch_clusters(&fwd_v8_cluster_kernel<T, V, kFwdRegItems<V>, kAdd, false>, plan, st, "fwd_v8_cluster", a, plan);
+  } else if (a.s.layout == Layout::nhwc) {
+    const ClusterPlan plan = cluster_plan(a.s, 1, kFwdRegItems<1>);
+    launch_clusters(&fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, false>, plan, st, "fwd_v8_cluster", a, plan);
+  } else {
+    const ClusterPlan plan = cluster_plan(a.s, 1, kFwdRegItems<1>);
+    launch_clusters(&fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, true>, plan, st, "fwd_v8_cluster", a, plan);
+  }
+}
+
+template <class T>
+std::size_t fwd_v8_scratch_bytes(const Shape4&) {
+  return 0;
+}
+
+template <class T, bool kAdd>
+std::vector<const void*> fwd_v8_kernels() {
+  constexpr int V = kPack<T>;
+  return {TUT_KERNEL(fwd_v8_cluster_kernel<T, V, kFwdRegItems<V>, kAdd, false>),
+          TUT_KERNEL(fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, false>),
+          TUT_KERNEL(fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, true>)};
+}
+
+}  // namespace ch05
