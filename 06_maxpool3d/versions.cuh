@@ -23,6 +23,7 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
+#include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -267,6 +268,8 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v10_row_writer<T>, bwd_v10_kernels<T>(), &bwd_v10_refuses<T>),
       backward_version<T>("v11_window_gather", "deterministic, overlapping windows of <= 3 outputs per axis: v1 with 2 or 3 candidates per axis unrolled, every load before the compares",
                           &bwd_v11_window_gather<T>, bwd_v11_kernels<T>(), &bwd_v11_refuses<T>),
+      backward_version<T>("v12_class_scatter", "deterministic, overlapping windows of <= 27 classes: zero dx, then a pass per class of outputs whose windows do not overlap, plain adds",
+                          &bwd_v12_class_scatter<T>, {TUT_KERNEL(bwd_v12_class_pass_kernel<T>)}, &bwd_v12_refuses<T>),
       backward_version<T>("auto", "the deterministic backward a user calls: v3 or v7 without overlap, v9 or v6 with, else v1",
                           &bwd_auto<T>, {}),
   };

@@ -17,6 +17,7 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
+#include "kernels/bwd_v12_class_scatter.cuh"
 
 namespace ch06 {
 
@@ -29,6 +30,7 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
     case BwdPick::v11_window_gather: return bwd_v11_window_gather(s, a);
+    case BwdPick::v12_class_scatter: return bwd_v12_class_scatter(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

@@ -6,6 +6,7 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
+#include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -27,7 +28,8 @@ enum class BwdPick {
   v7_zero_then_store,
   v9_ordered_tile,
   v10_row_writer,
-  v11_window_gather
+  v11_window_gather,
+  v12_class_scatter
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -38,6 +40,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v11_window_gather: return "v11_window_gather";
+    case BwdPick::v12_class_scatter: return "v12_class_scatter";
     default: return "v1_gather";
   }
 }
@@ -56,15 +59,16 @@ inline const char* bwd_pick_name(BwdPick p) {
 inline constexpr int kOrderedAutoMaxRanks = 8;
 
 inline BwdPick bwd_pick(const Window& w) {
+  const OrderedPlan plan = ordered_plan(w);
+  const bool ordered = plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks;
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
-    if (static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] < 64) return BwdPick::v3_segment_writer;
+    if (static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] < 64)
+      return w.indices == IndexFormat::compact && ordered ? BwdPick::v9_ordered_tile : BwdPick::v3_segment_writer;
     return bwd_v10_refuses<float>(w).empty() ? BwdPick::v10_row_writer : BwdPick::v7_zero_then_store;
   }
   const bool channels_last = w.layout == Layout::ndhwc && w.C > 1;
-  const OrderedPlan plan = ordered_plan(w);
-  const bool ordered = plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks;
   if (ordered && !channels_last) return BwdPick::v9_ordered_tile;
-  if (bwd_v11_refuses<float>(w).empty()) return BwdPick::v11_window_gather;
+  if (bwd_v12_refuses<float>(w).empty()) return BwdPick::v12_class_scatter;
   if (ordered) return BwdPick::v9_ordered_tile;
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
   return BwdPick::v1_gather;

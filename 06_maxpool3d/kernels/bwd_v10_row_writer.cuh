@@ -4,31 +4,35 @@
 // v5 had the same plan (a thread per 16-byte chunk of dx, the value where the owning output's index
 // names the cell, else 0) and ran at half a memset's speed because each chunk paid for its own
 // place: four divisions to decode the chunk number, the owning output along each axis, 212 warp
-// instructions per chunk in all, with 80 registers per thread. v7 then split the work into a
-// memset and a store per output, and lost to PyTorch by the memset's difference (PyTorch's fill:
-// 41.1 us at 81 % DRAM busy on 2x64x64^3; cudaMemsetAsync plus the stores: 0.92x).
+// instructions per chunk in all. v7 then split the work into a memset and a store per output, and
+// lost to PyTorch by the memset's difference (PyTorch's fill: 41.1 us at 81 % DRAM busy on
+// 2x64x64^3; cudaMemsetAsync plus the stores: 0.92x).
 //
 // What changes here is who computes what. In NCDHW a row of dx (fixed n, c, d, h) is W contiguous
-// elements; a block's threads take the chunks of a row side by side (thread t the chunk t mod the
-// row's chunks, the rows t / chunks), and every row a thread visits puts it at the same chunk
-// column. So the part of the work that depends on w (for each of the chunk's V elements, its
-// owning output ow, its place in ow's window, and whether it starts a new output) is computed once
-// per thread, before the loop over rows. Per row a thread decodes the row (two multiply-highs for
-// h and d), finds the owning outputs along D and H (two more), reads the index and dy of the
-// chunk's outputs (on kernel 8 stride 8 one output for two chunks, and the eight rows of an output
-// row read the same ones: L1 and L2 serve them) and stores the V elements at once. Two rows' loads
-// are issued before their stores.
+// elements; a block's threads take the chunks of a row side by side, and every row a thread visits
+// puts it at the same chunk column, so the part of the work that depends on w (for each of the
+// chunk's V elements its owning output ow, its place in ow's window, and whether it starts a new
+// output) is computed once per thread.
 //
-// Prediction: on 2x64x64^3 with kernel 8 stride 8 (dx 134 MB written, dy 0.26 MB and the index 2 MB
-// read) about 30 warp instructions per chunk instead of v5's 212, so about 8 M in all: the issue
-// rate leaves the kernel bound by its stores, at a fill's speed, PyTorch's 41 us (its fill alone)
-// plus nothing, since there is no second pass. Against v7 the saving is the store kernel and the
-// memset's lower DRAM throughput. Any kernel size and any W: where W is not a multiple of 4 or dx
-// is not 16-byte aligned, the chunks are 2 or 1 elements (the same code). NDHWC with more than one
-// channel is refused: there a 16-byte chunk is 4 channels of one position, 4 different outputs,
-// v5's and v3's case.
+// First form (measured on the H100): a thread visited rows one by one, decoding each (two
+// multiply-highs), finding its owning outputs along D and H, and reading their index and dy per row.
+// On kernel 8 stride 8 (2x64x64^3, int64 index) 0.620 of copy, 0.70x v7; Nsight Compute: 43.4 M warp
+// instructions, 165 per warp's 32 chunks where about 30 were predicted (the 64-bit row and output
+// arithmetic, and the index read again by each of the 8 rows that share it), DRAM 47 % busy, warps
+// waiting on their loads 42 % of the time. At 1.98 GHz the H100 issues 43 M warp instructions in
+// 41 us, the fill's whole time: the kernel was bound by its instructions, as v5 was.
 //
-// Measured: see the lesson (not measured when written).
+// Second form (this code): a thread takes an item, one output row's segment of rows at one depth,
+// (n, c, d, oh): it decodes the item, reads the index and dy of its chunk's outputs once, then walks
+// the segment's rows h (s1 of them: 8 on kernel 8 stride 8), each row an add to two pointers, a
+// compare per element and one 16-byte store. Per row a warp issues about 10 instructions.
+// Prediction: about 3 M warp instructions for the whole of kernel 8 stride 8, so bound by the
+// stores: a fill's 41 us, against v7's memset and store kernel (48.7 us in the suite). Any kernel
+// size and any W: where W is not a multiple of 4 or dx is not 16-byte aligned, the chunks are 2 or
+// 1 elements (the same code). NDHWC with more than one channel is refused: there a 16-byte chunk is
+// 4 channels of one position, 4 different outputs, v5's and v3's case.
+//
+// Measured: see the lesson (the second form not measured when written).
 #pragma once
 
 #include "kernels/bwd.cuh"
@@ -42,12 +46,12 @@ inline constexpr int kRowBlock = 256;
 
 // What every thread shares, computed once per launch.
 struct RowArgs {
-  bool narrow = true;        // row numbers fit 32 bits: FastDiv; else 64-bit division
-  std::int64_t rows = 0;     // N * C * D * H
+  bool narrow = true;        // item numbers fit 32 bits: FastDiv; else 64-bit division
+  std::int64_t items = 0;    // N * C * D * oH: one output row's segment of rows at one depth
   int per_row = 1;           // chunks per row, W / V
-  int lanes = 1;             // threads per row: min(per_row, kRowBlock)
-  int rows_per_block = 1;    // kRowBlock / lanes
-  FastDiv by_H, by_D;
+  int lanes = 1;             // threads per item: min(per_row, kRowBlock)
+  int items_per_block = 1;   // kRowBlock / lanes
+  FastDiv by_oH, by_D;
   FastDiv by_s[3];
 };
 
@@ -78,100 +82,80 @@ TUT_HD inline RowColumn<V> row_column(const BackwardArgs<T>& a, const RowArgs& r
   return col;
 }
 
-// One chunk between its loads and its store: where it goes, the saved index and dy of each
-// element's owning output, and what an element's saved index must equal to name it: int64, the
-// element's flat index, base + l; compact, its window cell, row_cell + the column's jw[l] (row_cell
-// -1: the row is in no window).
-template <int V, class T>
-struct RowJob {
-  T* dst = nullptr;
-  std::int64_t base = 0;
-  int row_cell = -1;
-  std::int64_t saved[V];
-  T grad[V];
-};
-
-// Row r's chunk at column `col`: the loads of its outputs' index and dy. Host and device (a CPU
-// test runs it on every chunk of small cases).
-template <int V, class T>
-TUT_HD inline void load_row_chunk(const BackwardArgs<T>& a, const RowArgs& ra, const RowColumn<V>& col, std::int64_t r,
-                                  RowJob<V, T>& job) {
+// Item `it` at column `col`: its chunk's outputs' index and dy, read once, then every row of the
+// segment written. Host and device (a CPU test runs it on every item of small cases).
+template <int V, bool kInt64, class T>
+TUT_HD inline void write_item(const BackwardArgs<T>& a, const RowArgs& ra, const RowColumn<V>& col, std::int64_t it) {
   const Window& w = a.w;
-  const bool int64 = w.indices == IndexFormat::int64;
   std::int64_t lead;  // n * C + c
-  int d, h;
+  int d, oh;
   if (ra.narrow) {
-    std::uint32_t u = static_cast<std::uint32_t>(r), q = ra.by_H.div(u);
-    h = static_cast<int>(u - q * static_cast<std::uint32_t>(w.H));
+    std::uint32_t u = static_cast<std::uint32_t>(it), q = ra.by_oH.div(u);
+    oh = static_cast<int>(u - q * static_cast<std::uint32_t>(w.oH));
     u = q;
     q = ra.by_D.div(u);
     d = static_cast<int>(u - q * static_cast<std::uint32_t>(w.D));
     lead = q;
   } else {
-    h = static_cast<int>(r % w.H);
-    d = static_cast<int>((r / w.H) % w.D);
-    lead = r / w.H / w.D;
+    oh = static_cast<int>(it % w.oH);
+    d = static_cast<int>((it / w.oH) % w.D);
+    lead = it / w.oH / w.D;
   }
-  const int od = owning_output(d, w.p[0], w.oD, ra.by_s[0]), oh = owning_output(h, w.p[1], w.oH, ra.by_s[1]);
-  job.row_cell = -1;
-  if (!int64) {
-    const int jd = place_in_window(d, od, w.k[0], w.s[0], w.p[0], w.dil[0]);
-    const int jh = place_in_window(h, oh, w.k[1], w.s[1], w.p[1], w.dil[1]);
-    job.row_cell = jd < 0 || jh < 0 ? -1 : (jd * w.k[1] + jh) * w.k[2];
-  }
+  const int od = owning_output(d, w.p[0], w.oD, ra.by_s[0]);
+  const int jd = kInt64 ? 0 : place_in_window(d, od, w.k[0], w.s[0], w.p[0], w.dil[0]);
+  // The segment of rows output row oh owns: [oh*s - p, (oh+1)*s - p), the first from 0, the last to H.
+  const int h0 = oh == 0 ? 0 : oh * w.s[1] - w.p[1];
+  const int h1 = oh == w.oH - 1 ? w.H : (oh + 1) * w.s[1] - w.p[1];
   const std::int64_t orow = ((lead * w.oD + od) * w.oH + oh) * static_cast<std::int64_t>(w.oW);
-  job.base = (static_cast<std::int64_t>(d) * w.H + h) * w.W + col.x0;
+  std::int64_t saved[V];
+  T grad[V];
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
   for (int l = 0; l < V; ++l) {
     if (col.fresh[l]) {
       const std::int64_t o = orow + col.ow[l];
-      job.saved[l] = int64 ? a.index[o] : saved_window_cell(a, o);
-      job.grad[l] = a.dy[o];
+      saved[l] = kInt64 ? a.index[o] : saved_window_cell(a, o);
+      grad[l] = a.dy[o];
     } else {
-      job.saved[l] = job.saved[l > 0 ? l - 1 : 0];
-      job.grad[l] = job.grad[l > 0 ? l - 1 : 0];
+      saved[l] = saved[l > 0 ? l - 1 : 0];
+      grad[l] = grad[l > 0 ? l - 1 : 0];
     }
   }
-  job.dst = a.dx + r * w.W + col.x0;
-}
-
-// The chunk's V elements, each dy where the saved index names it, else 0, stored at once.
-template <int V, class T>
-TUT_HD inline void store_row_chunk(const BackwardArgs<T>& a, const RowColumn<V>& col, const RowJob<V, T>& job) {
-  const bool int64 = a.w.indices == IndexFormat::int64;
-  tut::ew::Packed<T, V> p;
+  // int64: the element's flat index, (d*H + h)*W + x0 + l; compact: its window cell.
+  std::int64_t flat = (static_cast<std::int64_t>(d) * w.H + h0) * w.W + col.x0;
+  T* dst = a.dx + ((lead * w.D + d) * w.H + h0) * static_cast<std::int64_t>(w.W) + col.x0;
+  for (int h = h0; h < h1; ++h, flat += w.W, dst += w.W) {
+    int row_cell = -1;
+    if (!kInt64) {
+      const int jh = place_in_window(h, oh, w.k[1], w.s[1], w.p[1], w.dil[1]);
+      row_cell = jd < 0 || jh < 0 ? -1 : (jd * w.k[1] + jh) * w.k[2];
+    }
+    tut::ew::Packed<T, V> p;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-  for (int l = 0; l < V; ++l) {
-    const bool named = int64 ? job.saved[l] == job.base + l
-                             : job.row_cell >= 0 && col.jw[l] >= 0 && job.saved[l] == job.row_cell + col.jw[l];
-    p.elem[l] = named ? job.grad[l] : T(0);
+    for (int l = 0; l < V; ++l) {
+      const bool named = kInt64 ? saved[l] == flat + l
+                                : row_cell >= 0 && col.jw[l] >= 0 && saved[l] == row_cell + col.jw[l];
+      p.elem[l] = named ? grad[l] : T(0);
+    }
+    *reinterpret_cast<tut::ew::Packed<T, V>*>(dst) = p;
   }
-  *reinterpret_cast<tut::ew::Packed<T, V>*>(job.dst) = p;
 }
 
 // Each thread: its column (or columns, when a row has more chunks than a block has threads), then
-// its rows, two at a time: both rows' loads, then both stores.
-template <int V, class T>
-__global__ void __launch_bounds__(kRowBlock, 4) bwd_v10_row_writer_kernel(BackwardArgs<T> a, RowArgs ra) {
+// its items.
+template <int V, bool kInt64, class T>
+__global__ void __launch_bounds__(kRowBlock) bwd_v10_row_writer_kernel(BackwardArgs<T> a, RowArgs ra) {
   const int t = static_cast<int>(threadIdx.x);
   const int sub = t / ra.lanes;
-  if (sub >= ra.rows_per_block) return;
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * ra.rows_per_block;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * ra.rows_per_block + sub;
+  if (sub >= ra.items_per_block) return;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * ra.items_per_block;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * ra.items_per_block + sub;
   for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
     const RowColumn<V> col = row_column<V>(a, ra, g);
-    for (std::int64_t r = first; r < ra.rows; r += 2 * step) {
-      RowJob<V, T> job[2];
-      load_row_chunk(a, ra, col, r, job[0]);
-      const bool second = r + step < ra.rows;
-      if (second) load_row_chunk(a, ra, col, r + step, job[1]);
-      store_row_chunk(a, col, job[0]);
-      if (second) store_row_chunk(a, col, job[1]);
-    }
+    for (std::int64_t it = first; it < ra.items; it += step) write_item<V, kInt64>(a, ra, col, it);
   }
 }
 
@@ -186,13 +170,13 @@ std::string bwd_v10_refuses(const Window& w) {
 template <class T>
 RowArgs row_args(const Window& w, int V) {
   RowArgs ra;
-  ra.rows = w.in_numel() / w.W;
+  ra.items = w.N * w.C * w.D * w.oH;
   ra.per_row = w.W / V;
   ra.lanes = std::min(ra.per_row, kRowBlock);
-  ra.rows_per_block = kRowBlock / ra.lanes;
-  ra.narrow = ra.rows <= kMaxInt32;
+  ra.items_per_block = kRowBlock / ra.lanes;
+  ra.narrow = ra.items <= kMaxInt32;
   if (ra.narrow) {
-    ra.by_H = FastDiv(w.H);
+    ra.by_oH = FastDiv(w.oH);
     ra.by_D = FastDiv(w.D);
   }
   for (int i = 0; i < 3; ++i) ra.by_s[i] = FastDiv(w.s[i]);
@@ -205,24 +189,31 @@ void bwd_v10_row_writer(cudaStream_t s, const BackwardArgs<T>& a) {
   if (const std::string why = bwd_v10_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   const int V = bwd_v5_pack(a);  // 4 where rows are whole 16-byte chunks and dx is aligned, else 2, else 1
   const RowArgs ra = row_args<T>(a.w, V);
-  // One wave of resident blocks at most; each covers rows_per_block rows per step.
-  const auto launch = [&](auto v) {
+  const bool int64 = a.w.indices == IndexFormat::int64;
+  // One wave of resident blocks at most; each covers items_per_block items per step.
+  const auto launch = [&](auto v, auto i64) {
     constexpr int kV = decltype(v)::value;
-    static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v10_row_writer_kernel<kV, T>), kRowBlock, 0);
-    const std::int64_t needed = (ra.rows + ra.rows_per_block - 1) / ra.rows_per_block;
+    constexpr bool kI = decltype(i64)::value;
+    static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v10_row_writer_kernel<kV, kI, T>), kRowBlock, 0);
+    const std::int64_t needed = (ra.items + ra.items_per_block - 1) / ra.items_per_block;
     const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
-    bwd_v10_row_writer_kernel<kV, T><<<grid, kRowBlock, 0, s>>>(a, ra);
+    bwd_v10_row_writer_kernel<kV, kI, T><<<grid, kRowBlock, 0, s>>>(a, ra);
   };
-  if (V == 4) launch(std::integral_constant<int, 4>{});
-  else if (V == 2) launch(std::integral_constant<int, 2>{});
-  else launch(std::integral_constant<int, 1>{});
+  const auto width = [&](auto i64) {
+    if (V == 4) launch(std::integral_constant<int, 4>{}, i64);
+    else if (V == 2) launch(std::integral_constant<int, 2>{}, i64);
+    else launch(std::integral_constant<int, 1>{}, i64);
+  };
+  if (int64) width(std::true_type{});
+  else width(std::false_type{});
   TUT_CHECK_LAUNCH("bwd_v10_row_writer_kernel");
 }
 
 template <class T>
 std::vector<const void*> bwd_v10_kernels() {
-  return {TUT_KERNEL(bwd_v10_row_writer_kernel<4, T>), TUT_KERNEL(bwd_v10_row_writer_kernel<2, T>),
-          TUT_KERNEL(bwd_v10_row_writer_kernel<1, T>)};
+  return {TUT_KERNEL(bwd_v10_row_writer_kernel<4, true, T>), TUT_KERNEL(bwd_v10_row_writer_kernel<2, true, T>),
+          TUT_KERNEL(bwd_v10_row_writer_kernel<1, true, T>), TUT_KERNEL(bwd_v10_row_writer_kernel<4, false, T>),
+          TUT_KERNEL(bwd_v10_row_writer_kernel<2, false, T>), TUT_KERNEL(bwd_v10_row_writer_kernel<1, false, T>)};
 }
 
 }  // namespace ch06

@@ -133,7 +133,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v8_slab_writer" && !ch06::bwd_v8_refuses<float>(w).empty()) ||
                                (v.name == "v9_ordered_tile" && !ch06::bwd_v9_refuses<float>(w).empty()) ||
                                (v.name == "v10_row_writer" && !ch06::bwd_v10_refuses<float>(w).empty()) ||
-                               (v.name == "v11_window_gather" && !ch06::bwd_v11_refuses<float>(w).empty());
+                               (v.name == "v11_window_gather" && !ch06::bwd_v11_refuses<float>(w).empty()) ||
+                               (v.name == "v12_class_scatter" && !ch06::bwd_v12_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -180,6 +181,7 @@ TEST_SUITE("gpu") {
       if (ordered) names.push_back("v9_ordered_tile");
       const bool window_gather = ch06::bwd_v11_refuses<float>(w).empty();  // at most 3 outputs per axis
       if (window_gather) names.push_back("v11_window_gather");
+      if (ch06::bwd_v12_refuses<float>(w).empty()) names.push_back("v12_class_scatter");  // run to run only
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -190,7 +192,11 @@ TEST_SUITE("gpu") {
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
-      CHECK(first["auto"] == first["v1_gather"]);              // auto takes v9 or v6 on overlapping windows
+      if (ch06::bwd_pick(w) == ch06::BwdPick::v12_class_scatter) {
+        CHECK(first["auto"] == first["v12_class_scatter"]);  // its classes' order, not v1's
+      } else {
+        CHECK(first["auto"] == first["v1_gather"]);  // auto takes v9 or v6: v1's order
+      }
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
       const auto scatter_first = run("v0_scatter_atomic");

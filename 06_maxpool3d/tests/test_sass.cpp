@@ -183,13 +183,14 @@ TEST_CASE("v7, v8 and v9 write dx without atomics; v8 zeroes in 16-byte stores; 
   CHECK(tut::count_opcode(tile, "STS") >= 1);
 }
 
-TEST_CASE("v10 stores 16 bytes per chunk without atomics or division calls; v11 gathers without them" *
+TEST_CASE("v10 stores 16 bytes per chunk without atomics; v11 gathers and v12 adds without them" *
           doctest::skip(kNoCuobjdump)) {
-  const auto& rows = kernel("bwd_v10_row_writer_kernel<4, float>");
+  const auto& rows = kernel("bwd_v10_row_writer_kernel<4, true, float>");
   CHECK(tut::count_opcode(rows, "RED") + tut::count_opcode(rows, "ATOM") == 0);
   CHECK(tut::count_memory_ops(rows, "STG", 128) >= 1);
   CHECK(spills(rows) == 0);
-  for (const char* name : {"bwd_v11_window_gather_kernel<2, float>", "bwd_v11_window_gather_kernel<3, float>"}) {
+  for (const char* name : {"bwd_v11_window_gather_kernel<2, float>", "bwd_v11_window_gather_kernel<3, float>",
+                           "bwd_v12_class_pass_kernel<float>"}) {
     const auto& k = kernel(name);
     INFO(k.name);
     CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOM") == 0);
