@@ -47,15 +47,19 @@ inline const char* bwd_pick_name(BwdPick p) {
 
 //   1. windows that do not overlap: each output owns a segment of s0 * s1 * s2 cells. Small
 //      segments (fewer than 64 cells, kernel 2 stride 2 in the suite): v3, a thread per output's
-//      piece of a slice, one index read for several stores. Larger ones (kernel 8 stride 8): v7,
-//      a memset and a plain store per output: on the H100 0.922 and 0.894 of copy (int64,
-//      compact) where the single writers reached 0.863 and 0.841 (v8), 0.496 and 0.341 (v5);
+//      piece of a slice, with the int64 index; v9 with the compact index (on the H100 v9 took
+//      1/1.091 and 1/1.09 of v3's time on 2x64x32x112^2 in two runs; v3 was faster with int64).
+//      Larger ones (kernel 8 stride 8): v10 in NCDHW, one pass that writes each 16-byte chunk of
+//      dx once, where v7 is a memset and a store per output (0.917 of copy, 0.91x PyTorch's fill
+//      and scatter); v7 in NDHWC with several channels, which v10 refuses;
 //   2. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
-//      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
-//      27 ranks) its passes and the halo of outputs read cost more than v6's search;
-//   3. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
+//      multiplied over the axes) in NCDHW: v9, the ordered tile (1.21x PyTorch on the stem case);
+//   3. other overlapping windows with at most 27 classes of outputs (v12's passes): v12. In NDHWC
+//      v9's tiles hold few positions (0.367 of copy on the stem case against the scatter's 0.411);
+//      with 27 ranks (kernel 3 stride 1) v9's passes and v6's search cost more than a scatter;
+//   4. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
 //      a tile that fits its shared memory): v6;
-//   4. anything else: v1.
+//   5. anything else: v1.
 inline constexpr int kOrderedAutoMaxRanks = 8;
 
 inline BwdPick bwd_pick(const Window& w) {
