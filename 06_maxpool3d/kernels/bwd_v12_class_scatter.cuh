@@ -17,15 +17,23 @@
 // Why it should beat the gathers: the gathers (v1, v11) pay for every candidate output of every
 // cell (8 for kernel 3 stride 2, 27 for stride 1), most of which did not choose the cell; v11's
 // first form issued 390 M warp instructions on the stem case (485 per warp of 32 cells) and ran
-// at 0.095 of copy. A scatter pays per output: one decode, two loads, one read-modify-write. It is
-// PyTorch's work with the atomics taken out and the launch split in m0 * m1 * m2 passes.
-// Prediction (H100): the memset at a fill's speed (about 35 us for the stem's 103 MB of dx), then
-// 8 passes of 0.4 M outputs each, each pass a few microseconds (one wave of threads, each waiting
-// for its index, then for the cell it adds to): about 65-75 us in all on the stem case where
-// PyTorch's fill and atomic scatter took 108 us (NDHWC) and v9 91 us (NCDHW). On kernel 3 stride 1,
-// 27 passes over 0.62 M outputs each: the bytes of the scatter (the int64 index, dy, and the cells'
-// read and write) plus 27 launches' gaps, about 150 us where PyTorch took 243 us. Kernel 8 stride 1
-// would need 512 passes and is refused (more than 27).
+// at 0.095 of copy. A scatter pays per output: one decode, two loads, one read-modify-write.
+//
+// Against PyTorch's scatter, which has the same per-output work: PyTorch's kernel gives each thread
+// one output, and Nsight Compute found its warps waiting on memory (long scoreboard) 83 % of the
+// time on the stem case, 54 warps resident per SM: a chain of index load, then atomic, with one
+// chain per thread in flight. Here the chain is longer (index load, then the cell's load, then its
+// store: no fire-and-forget atomic), so each thread takes kClassBatch = 4 outputs of its pass and
+// issues the four chains' loads together: at 80 registers, 24 warps per SM with 4 chains each,
+// about 1.8 times PyTorch's chains in flight.
+// Prediction (H100): the memset (about 34 us for the stem's 103 MB of dx, cudaMemsetAsync's 3.05
+// TB/s measured on kernel 8 stride 8) and 8 passes of 0.4 M outputs taking together a little over
+// half of PyTorch's 71-77 us scatter kernel, plus 8 launches' gaps of about 2 us: about 95 us on
+// the NDHWC stem case where PyTorch's fill and scatter took 108-121 us (1.2-1.3x), and v9 127 us.
+// In NCDHW the stem case stays with v9 (91 us): this estimate does not clearly beat it. On kernel 3
+// stride 1 (4x32x32x64x64), 27 passes of 0.62 M outputs: the scatter's bytes (int64 index 134 MB,
+// dy 67 MB, the cells' read and write) and 27 gaps, about 150-200 us where PyTorch took 243 us and
+// v6 314 us. Kernel 8 stride 1 would need 512 passes and is refused (more than 27).
 //
 // Measured: see the lesson (not measured when written).
 #pragma once
@@ -92,43 +100,44 @@ TUT_HD inline bool in_own_window(int x, int o, int k, int s, int p, int dil, int
   return dil == 1 || r % dil == 0;
 }
 
-// Thread i of a pass: its output, its saved cell, and the add. Host and device (a CPU test runs the
-// passes on the host).
-template <class T>
-TUT_HD inline void class_add(const BackwardArgs<T>& a, const ClassPass& cp, std::int64_t i) {
-  const Window& w = a.w;
+// Output i of a pass: its place, and its number in the output.
+struct ClassOut {
+  std::int64_t n = 0, c = 0, o = 0;
+  int od = 0, oh = 0, ow = 0;
+};
+
+TUT_HD inline ClassOut class_output(const Window& w, const ClassPass& cp, std::int64_t i) {
   const bool cl = w.layout == Layout::ndhwc;
-  std::int64_t n, c;
+  ClassOut q;
   int jd, jh, jw;  // the output's number within the class along each axis
   if (cp.narrow) {
-    std::uint32_t r = static_cast<std::uint32_t>(i), q;
+    std::uint32_t r = static_cast<std::uint32_t>(i), t;
     std::uint32_t cc = 0;
     if (cl) {
-      q = cp.by_C.div(r);
-      cc = r - q * static_cast<std::uint32_t>(w.C);
-      r = q;
+      t = cp.by_C.div(r);
+      cc = r - t * static_cast<std::uint32_t>(w.C);
+      r = t;
     }
-    q = cp.by_count[2].div(r);
-    jw = static_cast<int>(r - q * static_cast<std::uint32_t>(cp.count[2]));
-    r = q;
-    q = cp.by_count[1].div(r);
-    jh = static_cast<int>(r - q * static_cast<std::uint32_t>(cp.count[1]));
-    r = q;
-    q = cp.by_count[0].div(r);
-    jd = static_cast<int>(r - q * static_cast<std::uint32_t>(cp.count[0]));
+    t = cp.by_count[2].div(r);
+    jw = static_cast<int>(r - t * static_cast<std::uint32_t>(cp.count[2]));
+    r = t;
+    t = cp.by_count[1].div(r);
+    jh = static_cast<int>(r - t * static_cast<std::uint32_t>(cp.count[1]));
+    r = t;
+    t = cp.by_count[0].div(r);
+    jd = static_cast<int>(r - t * static_cast<std::uint32_t>(cp.count[0]));
     if (cl) {
-      n = q;
-      c = cc;
+      q.n = t;
+      q.c = cc;
     } else {
-      const std::uint32_t nn = cp.by_C.div(q);
-      n = nn;
-      c = q - nn * static_cast<std::uint32_t>(w.C);
+      const std::uint32_t nn = cp.by_C.div(t);
+      q.n = nn;
+      q.c = t - nn * static_cast<std::uint32_t>(w.C);
     }
   } else {
     std::int64_t r = i;
-    c = 0;
     if (cl) {
-      c = r % w.C;
+      q.c = r % w.C;
       r /= w.C;
     }
     jw = static_cast<int>(r % cp.count[2]);
@@ -138,45 +147,92 @@ TUT_HD inline void class_add(const BackwardArgs<T>& a, const ClassPass& cp, std:
     jd = static_cast<int>(r % cp.count[0]);
     r /= cp.count[0];
     if (cl) {
-      n = r;
+      q.n = r;
     } else {
-      n = r / w.C;
-      c = r % w.C;
+      q.n = r / w.C;
+      q.c = r % w.C;
     }
   }
-  const int od = cp.cls[0] + jd * cp.m[0], oh = cp.cls[1] + jh * cp.m[1], ow = cp.cls[2] + jw * cp.m[2];
-  const std::int64_t pos = (static_cast<std::int64_t>(od) * w.oH + oh) * w.oW + ow;
-  const std::int64_t o = cl ? (n * w.out_plane() + pos) * w.C + c : (n * w.C + c) * w.out_plane() + pos;
+  q.od = cp.cls[0] + jd * cp.m[0];
+  q.oh = cp.cls[1] + jh * cp.m[1];
+  q.ow = cp.cls[2] + jw * cp.m[2];
+  const std::int64_t pos = (static_cast<std::int64_t>(q.od) * w.oH + q.oh) * w.oW + q.ow;
+  q.o = cl ? (q.n * w.out_plane() + pos) * w.C + q.c : (q.n * w.C + q.c) * w.out_plane() + pos;
+  return q;
+}
+
+// The dx element output q's saved index names, or -1 when it names no cell of q's own window
+// inside the input (then the output adds nothing, as in v7 and the gathers).
+template <class T>
+TUT_HD inline std::int64_t class_target(const BackwardArgs<T>& a, const ClassPass& cp, const ClassOut& q,
+                                        std::int64_t saved) {
+  const Window& w = a.w;
   int d, h, x;
   if (w.indices == IndexFormat::int64) {
-    const std::int64_t saved = a.index[o];
-    if (saved < 0 || saved >= w.in_plane()) return;
+    if (saved < 0 || saved >= w.in_plane()) return -1;
     const std::uint32_t u = static_cast<std::uint32_t>(saved), r1 = cp.by_W.div(u), r2 = cp.by_H.div(r1);
     x = static_cast<int>(u - r1 * static_cast<std::uint32_t>(w.W));
     h = static_cast<int>(r1 - r2 * static_cast<std::uint32_t>(w.H));
     d = static_cast<int>(r2);
   } else {
-    const int cell = saved_window_cell(a, o);
-    if (cell < 0 || cell >= w.cells()) return;
-    const std::uint32_t u = static_cast<std::uint32_t>(cell), r1 = cp.by_kW.div(u), r2 = cp.by_kH.div(r1);
-    x = ow * w.s[2] - w.p[2] + static_cast<int>(u - r1 * static_cast<std::uint32_t>(w.k[2])) * w.dil[2];
-    h = oh * w.s[1] - w.p[1] + static_cast<int>(r1 - r2 * static_cast<std::uint32_t>(w.k[1])) * w.dil[1];
-    d = od * w.s[0] - w.p[0] + static_cast<int>(r2) * w.dil[0];
+    if (saved < 0 || saved >= w.cells()) return -1;
+    const std::uint32_t u = static_cast<std::uint32_t>(saved), r1 = cp.by_kW.div(u), r2 = cp.by_kH.div(r1);
+    x = q.ow * w.s[2] - w.p[2] + static_cast<int>(u - r1 * static_cast<std::uint32_t>(w.k[2])) * w.dil[2];
+    h = q.oh * w.s[1] - w.p[1] + static_cast<int>(r1 - r2 * static_cast<std::uint32_t>(w.k[1])) * w.dil[1];
+    d = q.od * w.s[0] - w.p[0] + static_cast<int>(r2) * w.dil[0];
   }
-  if (!in_own_window(d, od, w.k[0], w.s[0], w.p[0], w.dil[0], w.D) ||
-      !in_own_window(h, oh, w.k[1], w.s[1], w.p[1], w.dil[1], w.H) ||
-      !in_own_window(x, ow, w.k[2], w.s[2], w.p[2], w.dil[2], w.W))
-    return;
-  const std::int64_t flat = (static_cast<std::int64_t>(d) * w.H + h) * w.W + x;
-  T* cell = a.dx + in_element(w, n, c, flat);
-  *cell = *cell + a.dy[o];
+  if (!in_own_window(d, q.od, w.k[0], w.s[0], w.p[0], w.dil[0], w.D) ||
+      !in_own_window(h, q.oh, w.k[1], w.s[1], w.p[1], w.dil[1], w.H) ||
+      !in_own_window(x, q.ow, w.k[2], w.s[2], w.p[2], w.dil[2], w.W))
+    return -1;
+  return in_element(w, q.n, q.c, (static_cast<std::int64_t>(d) * w.H + h) * w.W + x);
 }
 
 template <class T>
+TUT_HD inline std::int64_t saved_index_of(const BackwardArgs<T>& a, std::int64_t o) {
+  return a.w.indices == IndexFormat::int64 ? a.index[o] : saved_window_cell(a, o);
+}
+
+// Output i of a pass, one after another: its saved index, then the add. Host and device (the CPU
+// tests run the passes with it; the kernel does the same steps for kClassBatch outputs at a time).
+template <class T>
+TUT_HD inline void class_add(const BackwardArgs<T>& a, const ClassPass& cp, std::int64_t i) {
+  const ClassOut q = class_output(a.w, cp, i);
+  const std::int64_t e = class_target(a, cp, q, saved_index_of(a, q.o));
+  if (e >= 0) a.dx[e] = a.dx[e] + a.dy[q.o];
+}
+
+// Outputs per thread whose loads are in flight together: all their index reads, then all their dy
+// and dx reads, then all their stores (no two of a pass write the same cell, so the order of a
+// thread's stores does not matter).
+inline constexpr int kClassBatch = 4;
+
+template <class T>
 __global__ void __launch_bounds__(kClassBlock) bwd_v12_class_pass_kernel(BackwardArgs<T> a, ClassPass cp) {
+  const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < cp.outputs;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    class_add(a, cp, i);
+       i += kClassBatch * threads) {
+    ClassOut q[kClassBatch];
+    std::int64_t saved[kClassBatch], e[kClassBatch];
+    T g[kClassBatch] = {}, v[kClassBatch] = {};
+#pragma unroll
+    for (int u = 0; u < kClassBatch; ++u) {
+      const bool here = i + u * threads < cp.outputs;
+      q[u] = class_output(a.w, cp, here ? i + u * threads : i);
+      saved[u] = here ? saved_index_of(a, q[u].o) : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < kClassBatch; ++u) {
+      e[u] = class_target(a, cp, q[u], saved[u]);
+      if (e[u] >= 0) {
+        g[u] = a.dy[q[u].o];
+        v[u] = a.dx[e[u]];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kClassBatch; ++u)
+      if (e[u] >= 0) a.dx[e[u]] = v[u] + g[u];
+  }
 }
 
 template <class T>
@@ -199,7 +255,8 @@ void bwd_v12_class_scatter(cudaStream_t s, const BackwardArgs<T>& a) {
       for (int cw = 0; cw < m[2]; ++cw) {
         const ClassPass cp = class_pass(a.w, cd, ch, cw);
         if (cp.outputs == 0) continue;
-        bwd_v12_class_pass_kernel<T><<<grid_for(cp.outputs, kClassBlock, "bwd_v12_class_scatter"), kClassBlock, 0, s>>>(
+        const std::int64_t threads = (cp.outputs + kClassBatch - 1) / kClassBatch;
+        bwd_v12_class_pass_kernel<T><<<grid_for(threads, kClassBlock, "bwd_v12_class_scatter"), kClassBlock, 0, s>>>(
             a, cp);
         TUT_CHECK_LAUNCH("bwd_v12_class_pass_kernel");
       }
