@@ -159,19 +159,14 @@ template <class T, bool kAdd>
 void bwd_v8_cluster(cudaStream_t st, const BwdArgs<T>& a, void*) {
   check_shape(a.s, "bwd_v8_cluster");
   require_clusters("bwd_v8_cluster");
-  constexpr int V = kPack<T>;
+  constexpr int V = kPack<T>, R = kBwdRegItems<V>, R1 = kBwdRegItems<1>;
   const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && aligned16(a.dy) && aligned16(a.x) &&
                      aligned16(a.dx) && (!kAdd || aligned16(a.dr));
-  if (packs) {
-    const ClusterPlan plan = cluster_plan(a.s, V, kBwdRegItems<V>);
-    launch_clusters(&bwd_v8_cluster_kernel<T, V, kBwdRegItems<V>, kAdd, false>, plan, st, "bwd_v8_cluster", a, plan);
-  } else if (a.s.layout == Layout::nhwc) {
-    const ClusterPlan plan = cluster_plan(a.s, 1, kBwdRegItems<1>);
-    launch_clusters(&bwd_v8_cluster_kernel<T, 1, kBwdRegItems<1>, kAdd, false>, plan, st, "bwd_v8_cluster", a, plan);
-  } else {
-    const ClusterPlan plan = cluster_plan(a.s, 1, kBwdRegItems<1>);
-    launch_clusters(&bwd_v8_cluster_kernel<T, 1, kBwdRegItems<1>, kAdd, true>, plan, st, "bwd_v8_cluster", a, plan);
-  }
+  const auto kernel = packs ? &bwd_v8_cluster_kernel<T, V, R, kAdd, false>
+                      : a.s.layout == Layout::nhwc ? &bwd_v8_cluster_kernel<T, 1, R1, kAdd, false>
+                                                   : &bwd_v8_cluster_kernel<T, 1, R1, kAdd, true>;
+  const ClusterPlan plan = cluster_plan(a.s, packs ? V : 1, packs ? R : R1, reinterpret_cast<const void*>(kernel));
+  launch_clusters(kernel, plan, st, "bwd_v8_cluster", a, plan);
 }
 
 template <class T>

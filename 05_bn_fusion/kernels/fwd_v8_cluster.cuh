@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace ch05 {
 
@@ -63,15 +64,50 @@ struct ClusterPlan {
   Divisor hw;              // NCHW: value j of channel c is at ((j / HW) * C + c) * HW + j % HW
 };
 
-// R: the items a thread keeps in registers. The widest P first (fewer shared mask words), then the
-// smallest K that holds every row in R items per thread.
-inline ClusterPlan cluster_plan(const Shape4& s, int V, int R) {
+// How many clusters of K blocks of `kernel` the GPU runs at once (a cluster's blocks share one
+// GPC, so this is not SMs * blocks per SM / K), read once per device, kernel and K.
+inline int active_clusters(const void* kernel, int K) {
+  struct Entry {
+    const void* kernel;
+    int dev, K, n;
+  };
+  static std::vector<Entry> cache;
+  int dev = 0;
+  TUT_CUDA(cudaGetDevice(&dev));
+  for (const Entry& e : cache)
+    if (e.kernel == kernel && e.dev == dev && e.K == K) return e.n;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(K));
+  cfg.blockDim = dim3(kBlock);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(K);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  TUT_CUDA(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+  cache.push_back({kernel, dev, K, n});
+  return n;
+}
+
+// R: the items a thread keeps in registers. Among the cuts (P, K) whose row lanes hold every row in
+// R items per thread, the one with the fewest waves of clusters (a second wave waits for the first
+// to finish: each cluster's life is mostly latency), then the widest P (whole mask bytes and
+// words), then the smallest K. When none holds the rows, the widest P and K = 8, the items past R
+// read again.
+inline ClusterPlan cluster_plan(const Shape4& s, int V, int R, const void* kernel) {
   ClusterPlan p;
   p.M = s.per_channel();
   p.hw = Divisor(s.HW);
   const auto items = [&](int L, int K) {
     const std::int64_t lanes = static_cast<std::int64_t>(L) * K;
     return (p.M + lanes - 1) / lanes;
+  };
+  const auto groups = [&](int P) {
+    const std::int64_t width = static_cast<std::int64_t>(P) * V;
+    return s.layout == Layout::nchw ? s.C : (s.C + width - 1) / width;
   };
   std::vector<int> widths;
   if (s.layout == Layout::nchw) {
@@ -81,23 +117,25 @@ inline ClusterPlan cluster_plan(const Shape4& s, int V, int R) {
     for (int P = kGroupSlots / V; P >= 1; P /= 2)
       if (P == 1 || P / 2 < packs) widths.push_back(P);  // not more than half the columns idle
   }
-  bool fits = false;
-  for (int P : widths) {
-    for (int K = 1; K <= kClusterMax && !fits; K *= 2)
-      if (items(kBlock / P, K) <= R) {
+  std::int64_t best = -1;
+  for (int P : widths)
+    for (int K = 1; K <= kClusterMax; K *= 2) {
+      if (items(kBlock / P, K) > R) continue;
+      const int active = active_clusters(kernel, K);
+      if (active < 1) continue;
+      const std::int64_t waves = (groups(P) + active - 1) / active;
+      if (best < 0 || waves < best) {
+        best = waves;
         p.P = P;
         p.K = K;
-        fits = true;
       }
-    if (fits) break;
-  }
-  if (!fits) {
+    }
+  if (best < 0) {
     p.P = widths.front();
     p.K = kClusterMax;
   }
   p.L = kBlock / p.P;
-  const std::int64_t width = static_cast<std::int64_t>(p.P) * V;
-  p.groups = s.layout == Layout::nchw ? s.C : (s.C + width - 1) / width;
+  p.groups = groups(p.P);
   p.items = items(p.L, p.K);
   return p;
 }
@@ -218,10 +256,15 @@ __device__ void block_columns(S (&w)[V], int P, S (*red)[kGroupSlots], S* out) {
   }
 }
 
-template <class T, int V, int R, bool kAdd, bool kNchw>
+// kBytes: NHWC packs with C % 8 == 0 and groups of a multiple of 8 channels, so that every byte of
+// the mask lies in one group: a half pack is one byte, two neighbouring float packs (lanes t and
+// t ^ 1, columns 2j and 2j + 1 of one row) are one byte, and bytes are stored whole (the GPU
+// stores bytes: no read-modify-write, no atomics). Otherwise write_mask_bits.
+template <class T, int V, int R, bool kAdd, bool kNchw, bool kBytes>
 __global__ void __launch_bounds__(kBlock, 2) fwd_v8_cluster_kernel(FwdArgs<T> a, ClusterPlan plan) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(!kNchw || V == 1, "NCHW walks single values");
+  static_assert(!kBytes || V == 4 || V == 8, "bytes of the mask from packs of 4 or 8");
   __shared__ Welford red[kWarps][kGroupSlots];
   __shared__ Welford part[kGroupSlots];
   __shared__ float s_mean[kGroupSlots], s_scale[kGroupSlots], s_shift[kGroupSlots];
@@ -330,7 +373,18 @@ __global__ void __launch_bounds__(kBlock, 2) fwd_v8_cluster_kernel(FwdArgs<T> a,
       }
       store_item<V, T>(a.y + e, y);
     }
-    write_mask_bits<V>(a.mask, n, has, e, bits);
+    if constexpr (kBytes) {
+      unsigned byte = bits;
+      if constexpr (V == 4) byte |= __shfl_xor_sync(kFullWarp, bits, 1) << 4;  // every lane: the warp's step
+      if (has && (V == 8 || (col & 1) == 0)) {
+        auto* mask_bytes = reinterpret_cast<unsigned char*>(a.mask);
+        mask_bytes[e >> 3] = static_cast<unsigned char>(byte);
+        if ((e >> 3) == (n >> 3) - 1)  // the last element's byte: the last word's padding bytes, zero
+          for (std::int64_t b = n >> 3; b < 4 * tut::bitmask::word_count(n); ++b) mask_bytes[b] = 0;
+      }
+    } else {
+      write_mask_bits<V>(a.mask, n, has, e, bits);
+    }
   };
   CH05_UNROLL
   for (int i = 0; i < R; ++i) {
@@ -359,18 +413,21 @@ template <class T, bool kAdd>
 void fwd_v8_cluster(cudaStream_t st, const FwdArgs<T>& a, void*) {
   check_shape(a.s, "fwd_v8_cluster");
   require_clusters("fwd_v8_cluster");
-  constexpr int V = kPack<T>;
+  constexpr int V = kPack<T>, R = kFwdRegItems<V>, R1 = kFwdRegItems<1>;
   const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && aligned16(a.x) && aligned16(a.y) &&
                      (!kAdd || aligned16(a.r));
+  const char* who = "fwd_v8_cluster";
   if (packs) {
-    const ClusterPlan plan = cluster_plan(a.s, V, kFwdRegItems<V>);
-    launch_clusters(&fwd_v8_cluster_kernel<T, V, kFwdRegItems<V>, kAdd, false>, plan, st, "fwd_v8_cluster", a, plan);
-  } else if (a.s.layout == Layout::nhwc) {
-    const ClusterPlan plan = cluster_plan(a.s, 1, kFwdRegItems<1>);
-    launch_clusters(&fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, false>, plan, st, "fwd_v8_cluster", a, plan);
+    const auto bytes_kernel = &fwd_v8_cluster_kernel<T, V, R, kAdd, false, true>;
+    const ClusterPlan plan = cluster_plan(a.s, V, R, reinterpret_cast<const void*>(bytes_kernel));
+    if (a.s.C % 8 == 0 && plan.P * V % 8 == 0) launch_clusters(bytes_kernel, plan, st, who, a, plan);
+    else launch_clusters(&fwd_v8_cluster_kernel<T, V, R, kAdd, false, false>, plan, st, who, a, plan);
   } else {
-    const ClusterPlan plan = cluster_plan(a.s, 1, kFwdRegItems<1>);
-    launch_clusters(&fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, true>, plan, st, "fwd_v8_cluster", a, plan);
+    const bool nchw = a.s.layout == Layout::nchw;
+    const auto kernel = nchw ? &fwd_v8_cluster_kernel<T, 1, R1, kAdd, true, false>
+                             : &fwd_v8_cluster_kernel<T, 1, R1, kAdd, false, false>;
+    const ClusterPlan plan = cluster_plan(a.s, 1, R1, reinterpret_cast<const void*>(kernel));
+    launch_clusters(kernel, plan, st, who, a, plan);
   }
 }
 
@@ -381,10 +438,11 @@ std::size_t fwd_v8_scratch_bytes(const Shape4&) {
 
 template <class T, bool kAdd>
 std::vector<const void*> fwd_v8_kernels() {
-  constexpr int V = kPack<T>;
-  return {TUT_KERNEL(fwd_v8_cluster_kernel<T, V, kFwdRegItems<V>, kAdd, false>),
-          TUT_KERNEL(fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, false>),
-          TUT_KERNEL(fwd_v8_cluster_kernel<T, 1, kFwdRegItems<1>, kAdd, true>)};
+  constexpr int V = kPack<T>, R = kFwdRegItems<V>, R1 = kFwdRegItems<1>;
+  return {TUT_KERNEL(fwd_v8_cluster_kernel<T, V, R, kAdd, false, true>),
+          TUT_KERNEL(fwd_v8_cluster_kernel<T, V, R, kAdd, false, false>),
+          TUT_KERNEL(fwd_v8_cluster_kernel<T, 1, R1, kAdd, false, false>),
+          TUT_KERNEL(fwd_v8_cluster_kernel<T, 1, R1, kAdd, true, false>)};
 }
 
 }  // namespace ch05

@@ -71,6 +71,40 @@ tut::Problem<Inst> own_only(const tut::Problem<Inst>& p) {
   return q;
 }
 
+// The problem with one of its versions only.
+template <class Inst>
+tut::Problem<Inst> only(const tut::Problem<Inst>& p, const std::string& name) {
+  tut::Problem<Inst> q = p;
+  q.versions.clear();
+  for (const auto& v : p.versions)
+    if (v.name == name) q.versions.push_back(v);
+  REQUIRE(q.versions.size() == 1);
+  return q;
+}
+
+// v8's cuts beyond shapes(): whole mask bytes with C % 32 != 0 (C = 24), packs without whole bytes
+// (C = 12), rows past what the registers hold, read again (2x8x100x100 NHWC, 2x2x200x200 NCHW),
+// and the shapes it was made for (64x1024x7x7; 8x3x224x224, far past the registers).
+template <class Inst>
+std::vector<tut::Case> v8_shapes(const tut::Problem<Inst>& p) {
+  auto out = shapes(p, false);
+  std::vector<Dims> dims = {{4, 24, 5, 5}, {4, 12, 9, 9}, {2, 8, 100, 100}, {2, 2, 200, 200}};
+  if (!tut::under_sanitizer()) {
+    dims.push_back({64, 1024, 7, 7});
+    dims.push_back({8, 3, 224, 224});
+  }
+  for (const char* layout : {"NCHW", "NHWC"})
+    for (const auto& d : dims) out.push_back(bn_case(p, d, layout));
+  return out;
+}
+
+template <class Inst>
+void check_v8(const tut::Problem<Inst>& p) {
+  const auto q = only(p, "v8_cluster");
+  tut::check_cases(q, v8_shapes(p));
+  tut::check_offsets(q, small_shapes(p));
+}
+
 // Each library version's verdict on case c, as a message.
 template <class Inst>
 void report_peers(const tut::Problem<Inst>& p, const tut::Case& c) {
@@ -140,6 +174,17 @@ TEST_SUITE("gpu") {
     tut::check_offsets(bn_relu_f16(), small_shapes(bn_relu_f16()));
     tut::check_offsets(bn_add_relu_backward_f16(), small_shapes(bn_add_relu_backward_f16()));
     tut::check_offsets(bn_relu_inference_f32(), small_shapes(bn_relu_inference_f32()));
+  }
+
+  TEST_CASE("v8_cluster: every problem, every shape, both layouts, operands moved" * tut::needs_gpu()) {
+    check_v8(bn_relu_f32());
+    check_v8(bn_relu_backward_f32());
+    check_v8(bn_add_relu_f32());
+    check_v8(bn_add_relu_backward_f32());
+    check_v8(bn_relu_f16());
+    check_v8(bn_relu_backward_f16());
+    check_v8(bn_add_relu_f16());
+    check_v8(bn_add_relu_backward_f16());
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {

@@ -183,3 +183,24 @@ TEST_CASE("exercise: the pass builds its mask words with a warp ballot" * doctes
   CHECK_MESSAGE(tut::count_opcode(k, "VOTE") >= 1, "no VOTE in ", k.name, ": use __ballot_sync");
 }
 #endif
+
+TEST_CASE("v8: each thread's packs loaded into registers at once, one cluster barrier, whole mask bytes with no match, no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  // The forward's float NHWC kernel with whole mask bytes: 16 packs of x in registers (16 loads of
+  // 16 bytes before the pass), the mask as byte stores, no __match_any_sync.
+  const auto& f = kernel("fwd_v8_cluster_kernel<float, 4, 16, false, false, true>");
+  CHECK(tut::count_memory_ops(f, "LDG", 128) >= 16);
+  CHECK(tut::count_memory_ops(f, "STG", 8) >= 1);
+  CHECK(tut::count_opcode(f, "MATCH") == 0);
+  CHECK(tut::count_opcode(f, "UCGABAR_ARV") >= 1);
+  // The general mask path: lanes sharing a word find each other.
+  CHECK(tut::count_opcode(kernel("fwd_v8_cluster_kernel<float, 1, 32, false, true, false>"), "MATCH") >= 1);
+  // The backward: 8 packs of dy and 8 of x.
+  const auto& b = kernel("bwd_v8_cluster_kernel<float, 4, 8, false, false>");
+  CHECK(tut::count_memory_ops(b, "LDG", 128) >= 16);
+  for (const auto* k : {&f, &b}) {
+    INFO(k->name);
+    CHECK(tut::count_opcode(*k, "LDL") == 0);
+    CHECK(tut::count_opcode(*k, "STL") == 0);
+  }
+}

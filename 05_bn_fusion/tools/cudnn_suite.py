@@ -5,6 +5,10 @@ cuDNN's fastest accepted path, and our time over cuDNN's (below 1: ours is faste
 comes from the one process that wrote the file.
 
   tools/cudnn_suite.py results/NVIDIA_H100_80GB_HBM3.json [more.json ...]
+
+With more than one file, a last paragraph counts the cases of all of them together, each case
+judged in the last file that holds it (a later run of some cases replaces their verdicts; each
+ratio still comes from one process).
 """
 import os
 import sys
@@ -13,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import results  # noqa: E402  (common/tools/results.py: loads and checks a results file)
 
 
-def rows(path):
+def rows(path, verdicts):
     doc = results.load(path, "bench")
     cases = {}
     for r in doc["runs"]:
@@ -33,6 +37,7 @@ def rows(path):
         short = " ".join(case.split()[:2])
         ratio = o["ms_median"] / c["ms_median"]
         ahead, behind = ahead + (ratio <= 1), behind + (ratio > 1)
+        verdicts[(problem, short)] = ratio <= 1
         print(f"{problem:26s} {short:32s} {o['version']:>18s} {o['ms_median']:.4f} ms "
               f"{c['version']:>26s} {c['ms_median']:.4f} ms {ratio:10.3f}")
     print(f"cases cuDNN accepted: {ahead + behind}   ours at least as fast: {ahead}   ours slower: {behind}")
@@ -42,14 +47,20 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
+    verdicts = {}
     for i, path in enumerate(sys.argv[1:]):
         if i:
             print()
         try:
-            rows(path)
+            rows(path, verdicts)
         except results.ResultsError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
+    if len(sys.argv) > 2:
+        ahead = sum(verdicts.values())
+        print()
+        print(f"all files, each case from the last file holding it: cases cuDNN accepted: {len(verdicts)}   "
+              f"ours at least as fast: {ahead}   ours slower: {len(verdicts) - ahead}")
     return 0
 
 
