@@ -1,13 +1,12 @@
 // bwd auto: the deterministic backward a user calls. Its rule (kernels/bwd_auto_rule.cuh) reads only
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
-//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): where an
-//      output owns fewer than 64 cells, v9 with the compact index and v3 with int64; else v10, one
-//      pass of 16-byte stores, in NCDHW (and NDHWC with one channel), v7 in NDHWC;
-//   2. overlapping windows, undilated, at most 8 covering outputs per cell, NCDHW: v9, the ordered tile;
-//   3. other overlapping windows of at most 27 classes of outputs: v12, the class scatter;
-//   4. else, undilated with at most 64 covering outputs over D and H: v6, the staged tile;
-//   5. anything else: v1.
+//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v10, one pass
+//      of 16-byte stores, in NCDHW (and NDHWC with one channel); in NDHWC v3 where an output owns
+//      fewer than 64 cells, else v7, a memset and a plain store per output;
+//   2. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
+//   3. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
+//   4. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.
 #pragma once
 
@@ -18,8 +17,6 @@
 #include "kernels/bwd_v7_zero_then_store.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
-#include "kernels/bwd_v11_window_gather.cuh"
-#include "kernels/bwd_v12_class_scatter.cuh"
 
 namespace ch06 {
 
@@ -31,8 +28,6 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v7_zero_then_store: return bwd_v7_zero_then_store(s, a);
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
-    case BwdPick::v11_window_gather: return bwd_v11_window_gather(s, a);
-    case BwdPick::v12_class_scatter: return bwd_v12_class_scatter(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

@@ -35,7 +35,19 @@
 // dy 67 MB, the cells' read and write) and 27 gaps, about 150-200 us where PyTorch took 243 us and
 // v6 314 us. Kernel 8 stride 1 would need 512 passes and is refused (more than 27).
 //
-// Measured: see the lesson (not measured when written).
+// Measured (H100, results/): wrong, by the bytes. On the NDHWC stem case 191 us (PyTorch's fill and
+// scatter 121 us raced, v9 127 us, v0 115 us); on the NCDHW stem case 261 us (v9 92 us); on kernel
+// 3 stride 1, 1065 us with the int64 index and 961 with the compact one (v6 314 and 320, v0 245 and
+// 227). Nsight Compute: each of the stem case's 8 passes takes 16-17 us with DRAM 48-50 % busy, each
+// of kernel 3 stride 1's 27 passes 29-35 us at 57-61 %, 63.5 MB of DRAM reads and writes per pass
+// of 0.62 M outputs (100 bytes per output) and 1715 MB in all, where PyTorch's scatter kernel moved
+// 293 MB (on the NDHWC stem case, 219 MB over the 8 passes against 127 MB). A pass's outputs are
+// spread over the whole volume (one in m0 * m1 * m2), so the cells it adds to share few sectors:
+// each add moves a 32-byte sector in and out of DRAM for its 4 bytes, and the next pass, over the
+// neighbouring outputs, moves the same sectors again. PyTorch's atomics add in L2, where the
+// sectors of all outputs' adds meet in one pass; splitting the outputs into classes took that away.
+// The passes are bound by DRAM, not by the latency the batch of 4 was added for. Kept as a
+// measured rung; the rule (bwd_auto_rule.cuh) does not take it.
 #pragma once
 
 #include "kernels/bwd.cuh"

@@ -356,31 +356,29 @@ TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for l
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v3, v9, v10 or v7 where windows do not overlap; v9 or v12 where they overlap a little; else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
-  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v3_segment_writer);   // 8 cells per output
-  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v9_ordered_tile);
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output
+  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
   CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v10_row_writer);        // 512
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v10_row_writer);       // 64
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);  // rows of channels
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
   CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v10_row_writer);  // one channel
-  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v3_segment_writer);      // gaps between windows, 27
-  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v3_segment_writer);  // span 3 <= stride 3
-  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v12_class_scatter);  // span 3 > stride 2: 8 classes
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
+  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
+  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v12_class_scatter);  // 8 classes
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v9_ordered_tile);
   CHECK(pick({4, 64, 16, 56, 56}, idx({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == BwdPick::v9_ordered_tile);  // 1 x 2 x 2
-  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v12_class_scatter);  // 27 classes
-  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1}, {1}, "NDHWC")) == BwdPick::v12_class_scatter);
-  CHECK(pick({2, 8, 32, 32, 32}, idx({4}, {1}, {2})) == BwdPick::v6_staged_tile);     // 64 classes
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v6_staged_tile);   // 27 ranks
   CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v6_staged_tile);        // 512 ranks: 64 (D, H) pairs
   CHECK(pick({1, 2, 40, 40, 40}, idx({9}, {1})) == BwdPick::v1_gather);              // 81 (D, H) pairs
-  CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {1}, {1}, {2})) == BwdPick::v1_gather);   // dilated, 125 classes
-  CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {2}, {1}, {2})) == BwdPick::v12_class_scatter);  // dilated, 27 classes
+  CHECK(pick({2, 32, 32, 64, 64}, idx({3}, {1}, {1}, {2})) == BwdPick::v1_gather);   // dilated, overlapping
   CHECK(ch06::windows_disjoint(win({1, 1, 1, 1, 1}, idx({1}, {1}))));
   // Every case of the suite gets a version that takes it.
   for (const auto& c : ch06::backward_suite()) {
