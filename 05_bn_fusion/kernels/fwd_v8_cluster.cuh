@@ -23,10 +23,12 @@
 // again in the pass (correct on every shape; slow where the tensor is large per channel group,
 // where v3 to v7 are the versions to use).
 // The mask: a word holds 32 consecutive elements, which here may belong to two clusters (C not a
-// multiple of 32, NCHW runs, the last word's padding). The lanes of a warp holding parts of one
-// word find each other (__match_any_sync) and OR their bits together (__reduce_or_sync); a word
-// wholly theirs is stored, a shared one is written by an atomicAnd then an atomicOr of the bits
-// they own, which leaves the other clusters' bits as they are in any order.
+// multiple of 32, NCHW runs, the last word's padding). Where C and the group are multiples of 8
+// every byte lies in one group and is stored whole (a half pack is a byte; two neighbouring float
+// packs are one, through a shuffle). Elsewhere the lanes of a warp holding parts of one word OR
+// their bits together (write_mask_bits); a word wholly theirs is stored, a shared one is written
+// by an atomicAnd then an atomicOr of the bits they own, which leaves the other clusters' bits as
+// they are in any order.
 // Prediction: at 64x1024x7x7 NHWC float, 256 blocks of 256 threads, 13 packs in flight per thread;
 // the time of one read of 12.8 MB and one write at most of the copy rate plus a launch and a
 // cluster barrier: under cuDNN's 19.6 us (results/NVIDIA_H100_80GB_HBM3.cudnn_suite.txt). At
@@ -210,23 +212,38 @@ __device__ __forceinline__ void store_item(T* p, const float (&v)[V]) {
   }
 }
 
-// The V bits `bits` of elements e .. e + V - 1 (e % V == 0, so they lie in one word), or nothing
-// when !has. Every lane of the warp calls it. Lanes holding parts of one word merge their bits; the
-// lane holding the tensor's last element owns the last word's padding bits (zero).
+// The V bits `bits` of elements key .. key + V - 1 (key % V == 0, so they lie in one word), or
+// nothing when !has. Every lane of the warp calls it, with keys that never decrease from lane to
+// lane (a lane with nothing passes the key of where its item would be, clamped into the tensor), so
+// the lanes holding parts of one word are neighbours: each finds where its word's run of lanes
+// ends (a shuffle and a ballot) and the first lane of the run ORs the run's bits in five shuffles.
+// (Not __match_any_sync and __reduce_or_sync: with a different lane mask per word the reduce
+// compiles to a divergent path, BRA.DIV in the SASS; the first form of v8 ran them on every pack
+// and its forward took 39.6 us at 64x1024x7x7 NHWC float, against 16.1 for cuDNN's fused kernel.)
+// The lane holding the tensor's last element owns the last word's padding bits (zero).
 template <int V>
-__device__ __forceinline__ void write_mask_bits(Word* mask, std::int64_t n, bool has, std::int64_t e, unsigned bits) {
-  const unsigned long long w = has ? static_cast<unsigned long long>(e >> 5) : ~0ull;
+__device__ __forceinline__ void write_mask_bits(Word* mask, std::int64_t n, bool has, std::int64_t key, unsigned bits) {
+  const long long w = static_cast<long long>(key >> 5);
+  const int lane = static_cast<int>(threadIdx.x & 31);
   unsigned own = 0, val = 0;
   if (has) {
-    const int sh = static_cast<int>(e & 31);
+    const int sh = static_cast<int>(key & 31);
     own = (V == 32 ? ~0u : ((1u << V) - 1u)) << sh;
     val = bits << sh;
-    if ((n & 31) != 0 && static_cast<std::int64_t>(w) == (n >> 5)) own |= ~0u << (n & 31);
+    if ((n & 31) != 0 && w == (n >> 5)) own |= ~0u << (n & 31);
   }
-  const unsigned peers = __match_any_sync(kFullWarp, w);
-  own = __reduce_or_sync(peers, own);
-  val = __reduce_or_sync(peers, val);
-  if (has && static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1) {
+  const long long before = __shfl_up_sync(kFullWarp, w, 1);
+  const unsigned starts = __ballot_sync(kFullWarp, lane == 0 || before != w);
+  const unsigned above = starts & ~(0xffffffffu >> (31 - lane));  // runs starting after this lane
+  const int next = above ? __ffs(above) - 1 : 32;
+  for (int off = 1; off < 32; off <<= 1) {
+    const unsigned o = __shfl_down_sync(kFullWarp, own, off), v = __shfl_down_sync(kFullWarp, val, off);
+    if (lane + off < next) {
+      own |= o;
+      val |= v;
+    }
+  }
+  if (((starts >> lane) & 1u) && own != 0) {
     if (own == ~0u) {
       mask[w] = val;
     } else {
@@ -386,15 +403,20 @@ __global__ void __launch_bounds__(kBlock, 2) fwd_v8_cluster_kernel(FwdArgs<T> a,
       write_mask_bits<V>(a.mask, n, has, e, bits);
     }
   };
+  // An item's memory index, or for a lane with no item there, where it would be clamped into the
+  // tensor (the end of its row, or the last element): keys that never decrease from lane to lane.
+  // (Whole bytes need no keys: a lane with no item stores nothing.)
+  const auto key_of = [&](std::int64_t row) -> std::int64_t {
+    if (row >= M) return kBytes ? 0 : n - 1;
+    if (kNchw || col_ok) return item_index<kNchw>(a.s, plan, c_first, row);
+    return kBytes ? 0 : row * C + C - 1;
+  };
   CH05_UNROLL
-  for (int i = 0; i < R; ++i) {
-    const bool has = i < cached;
-    emit(has, has ? item_index<kNchw>(a.s, plan, c_first, row0 + i * step) : 0, xs[i]);
-  }
+  for (int i = 0; i < R; ++i) emit(i < cached, key_of(row0 + i * step), xs[i]);
   for (std::int64_t i = R; i < plan.items; ++i) {  // the same count in every lane: the mask's warp steps
     const std::int64_t row = row0 + i * step;
     const bool has = col_ok && row < M;
-    const std::int64_t e = has ? item_index<kNchw>(a.s, plan, c_first, row) : 0;
+    const std::int64_t e = key_of(row);
     Item<T, V> xv{};
     if (has) xv = *reinterpret_cast<const Item<T, V>*>(a.x + e);
     emit(has, e, xv);
