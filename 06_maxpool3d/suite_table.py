@@ -148,6 +148,18 @@ def ncu_table(path):
                      f"{num(r, 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum'):9.0f} "
                      f"{num(r, 'smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct'):5.1f} "
                      f"{num(r, 'smsp__warp_issue_stalled_barrier_per_warp_active.pct'):5.1f}")
+    # Versions that launch one kernel several times (v12's passes): their launches summed.
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["tag"], r["version"], r["kernel"]), []).append(r)
+    sums = [(k, g) for k, g in groups.items() if len(g) > 1]
+    if sums:
+        lines += ["", "the same kernel launched several times by one version, summed: launches, us, DRAM MB, Minst"]
+        for (tag, version, _), g in sums:
+            us = sum(num(r, "gpu__time_duration.sum") for r in g) / 1e3
+            dram = sum(num(r, "dram__bytes_read.sum") + num(r, "dram__bytes_write.sum") for r in g) / 1e6
+            inst = sum(num(r, "smsp__inst_executed.sum") for r in g) / 1e6
+            lines.append(f"total {tag} {version}: {len(g)} launches {us:.1f} us {dram:.1f} MB {inst:.1f} Minst")
     return "\n".join(lines) + "\n"
 
 
