@@ -34,6 +34,12 @@
 // cluster barrier: under cuDNN's 19.6 us (results/NVIDIA_H100_80GB_HBM3.cudnn_suite.txt). At
 // 4x33x17x19 (42 K elements), one launch of 16 blocks: launch latency, under cuDNN's 9.6 us.
 // Evidence: the benchmark against cuDNN in one run; Nsight Compute's DRAM bytes and stall reasons.
+// Measured on the H100 at 64x1024x7x7 NHWC float (Nsight Compute, results/..._ncu_v8.csv): the
+// first form, whose mask writer used __match_any_sync and __reduce_or_sync on every pack, took
+// 39.6 us (6.05 M warp instructions, DRAM busy 10.0 %) against cuDNN's fused 16.1 us (3.76 M);
+// with whole mask bytes, 25.0 us (4.87 M; the same 256 blocks of 128 registers) against cuDNN's
+// 16.2 us: not met, 1.55x its time, with 22 % of the warps active against its 42 % and issue on
+// 23 % of cycles against 29 %. The benchmark's rows of v8 were not run.
 //
 // The trap: the K blocks of a cluster read each other's shared memory after the first barrier, so
 // no block may leave (its shared memory is gone) before every block has read: each thread arrives
@@ -66,50 +72,20 @@ struct ClusterPlan {
   Divisor hw;              // NCHW: value j of channel c is at ((j / HW) * C + c) * HW + j % HW
 };
 
-// How many clusters of K blocks of `kernel` the GPU runs at once (a cluster's blocks share one
-// GPC, so this is not SMs * blocks per SM / K), read once per device, kernel and K.
-inline int active_clusters(const void* kernel, int K) {
-  struct Entry {
-    const void* kernel;
-    int dev, K, n;
-  };
-  static std::vector<Entry> cache;
-  int dev = 0;
-  TUT_CUDA(cudaGetDevice(&dev));
-  for (const Entry& e : cache)
-    if (e.kernel == kernel && e.dev == dev && e.K == K) return e.n;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(K));
-  cfg.blockDim = dim3(kBlock);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(K);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  int n = 0;
-  TUT_CUDA(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
-  cache.push_back({kernel, dev, K, n});
-  return n;
-}
-
-// R: the items a thread keeps in registers. Among the cuts (P, K) whose row lanes hold every row in
-// R items per thread, the one with the fewest waves of clusters (a second wave waits for the first
-// to finish: each cluster's life is mostly latency), then the widest P (whole mask bytes and
-// words), then the smallest K. When none holds the rows, the widest P and K = 8, the items past R
-// read again.
-inline ClusterPlan cluster_plan(const Shape4& s, int V, int R, const void* kernel) {
+// R: the items a thread keeps in registers. The widest P (whole mask bytes and words, whole
+// sectors), then the smallest K whose row lanes hold every row in R items per thread. When none
+// does, the widest P and K = 8, the items past R read again. (A second rule, the cut with the
+// fewest waves of clusters by cudaOccupancyMaxActiveClusters, was measured and dropped: at
+// 64x1024x7x7 NHWC float it left the forward's cut as it was and moved the backward off this
+// rule's 64 clusters of 8 blocks (512 blocks either way), from 28.6 us to 42.5 us,
+// results/NVIDIA_H100_80GB_HBM3.ncu_v8.csv.)
+inline ClusterPlan cluster_plan(const Shape4& s, int V, int R) {
   ClusterPlan p;
   p.M = s.per_channel();
   p.hw = Divisor(s.HW);
   const auto items = [&](int L, int K) {
     const std::int64_t lanes = static_cast<std::int64_t>(L) * K;
     return (p.M + lanes - 1) / lanes;
-  };
-  const auto groups = [&](int P) {
-    const std::int64_t width = static_cast<std::int64_t>(P) * V;
-    return s.layout == Layout::nchw ? s.C : (s.C + width - 1) / width;
   };
   std::vector<int> widths;
   if (s.layout == Layout::nchw) {
@@ -119,25 +95,23 @@ inline ClusterPlan cluster_plan(const Shape4& s, int V, int R, const void* kerne
     for (int P = kGroupSlots / V; P >= 1; P /= 2)
       if (P == 1 || P / 2 < packs) widths.push_back(P);  // not more than half the columns idle
   }
-  std::int64_t best = -1;
-  for (int P : widths)
-    for (int K = 1; K <= kClusterMax; K *= 2) {
-      if (items(kBlock / P, K) > R) continue;
-      const int active = active_clusters(kernel, K);
-      if (active < 1) continue;
-      const std::int64_t waves = (groups(P) + active - 1) / active;
-      if (best < 0 || waves < best) {
-        best = waves;
+  bool fits = false;
+  for (int P : widths) {
+    for (int K = 1; K <= kClusterMax && !fits; K *= 2)
+      if (items(kBlock / P, K) <= R) {
         p.P = P;
         p.K = K;
+        fits = true;
       }
-    }
-  if (best < 0) {
+    if (fits) break;
+  }
+  if (!fits) {
     p.P = widths.front();
     p.K = kClusterMax;
   }
   p.L = kBlock / p.P;
-  p.groups = groups(p.P);
+  const std::int64_t width = static_cast<std::int64_t>(p.P) * V;
+  p.groups = s.layout == Layout::nchw ? s.C : (s.C + width - 1) / width;
   p.items = items(p.L, p.K);
   return p;
 }
@@ -440,15 +414,15 @@ void fwd_v8_cluster(cudaStream_t st, const FwdArgs<T>& a, void*) {
                      (!kAdd || aligned16(a.r));
   const char* who = "fwd_v8_cluster";
   if (packs) {
-    const auto bytes_kernel = &fwd_v8_cluster_kernel<T, V, R, kAdd, false, true>;
-    const ClusterPlan plan = cluster_plan(a.s, V, R, reinterpret_cast<const void*>(bytes_kernel));
-    if (a.s.C % 8 == 0 && plan.P * V % 8 == 0) launch_clusters(bytes_kernel, plan, st, who, a, plan);
+    const ClusterPlan plan = cluster_plan(a.s, V, R);
+    if (a.s.C % 8 == 0 && plan.P * V % 8 == 0)
+      launch_clusters(&fwd_v8_cluster_kernel<T, V, R, kAdd, false, true>, plan, st, who, a, plan);
     else launch_clusters(&fwd_v8_cluster_kernel<T, V, R, kAdd, false, false>, plan, st, who, a, plan);
   } else {
     const bool nchw = a.s.layout == Layout::nchw;
     const auto kernel = nchw ? &fwd_v8_cluster_kernel<T, 1, R1, kAdd, true, false>
                              : &fwd_v8_cluster_kernel<T, 1, R1, kAdd, false, false>;
-    const ClusterPlan plan = cluster_plan(a.s, 1, R1, reinterpret_cast<const void*>(kernel));
+    const ClusterPlan plan = cluster_plan(a.s, 1, R1);
     launch_clusters(kernel, plan, st, who, a, plan);
   }
 }
