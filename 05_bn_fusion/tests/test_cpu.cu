@@ -13,6 +13,7 @@
 #include "tut/exercise.hpp"
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -439,6 +440,50 @@ TEST_CASE("v6's queue and cached units: every element once, forward (whole words
     }
   }
   CHECK(walked > 100);
+}
+
+TEST_CASE("v8's cut: every element once, by one cluster, at most 32 channels each; 64x1024x7x7's cuts") {
+  using namespace ch05;
+  for (const Layout layout : {Layout::nchw, Layout::nhwc})
+    for (const auto& d : std::vector<std::vector<std::int64_t>>{{1, 1, 1, 2}, {5, 3, 7, 7}, {4, 33, 17, 19}, {2, 24, 5, 5},
+                                                               {4, 12, 9, 9}, {2, 8, 100, 100}, {2, 2048, 1, 1}})
+      for (const int V : {1, 4, 8})
+        for (const int R : {8, 16, 32}) {
+          Shape4 s{d[0], d[1], d[2] * d[3], layout};
+          if (V > 1 && (layout == Layout::nchw || s.C % V != 0)) continue;  // the launchers' packs rule
+          const ClusterPlan plan = cluster_plan(s, V, R);
+          INFO(d[0], "x", d[1], "x", d[2], "x", d[3], (layout == Layout::nchw ? " NCHW" : " NHWC"), " V ", V, " R ", R);
+          CHECK(plan.P * V <= kGroupSlots);
+          CHECK(plan.P * plan.L == kBlock);
+          CHECK((plan.K >= 1 && plan.K <= kClusterMax && (plan.K & (plan.K - 1)) == 0));
+          CHECK(plan.items * plan.L * plan.K >= plan.M);
+          std::vector<int> seen(static_cast<std::size_t>(s.numel()), 0);
+          std::int64_t off_row = 0;  // NHWC: a pack's elements not at row * C + channel
+          for (std::int64_t g = 0; g < plan.groups; ++g)
+            for (int rank = 0; rank < plan.K; ++rank)
+              for (int t = 0; t < kBlock; ++t) {
+                const int col = t % plan.P, lrow = t / plan.P;
+                const std::int64_t c_first = layout == Layout::nchw ? g : (g * plan.P + col) * V;
+                if (c_first >= s.C) continue;
+                for (std::int64_t i = 0; i < plan.items; ++i) {
+                  const std::int64_t row = static_cast<std::int64_t>(rank) * plan.L + lrow + i * plan.L * plan.K;
+                  if (row >= plan.M) break;
+                  for (int k = 0; k < V; ++k) {
+                    const std::int64_t e = s.index_of(c_first + k, row);
+                    off_row += layout == Layout::nhwc && e != row * s.C + c_first + k;
+                    ++seen[static_cast<std::size_t>(e)];
+                  }
+                }
+              }
+          CHECK(off_row == 0);
+          CHECK(std::count(seen.begin(), seen.end(), 1) == s.numel());
+        }
+  // The cuts Nsight Compute measured at 64x1024x7x7 NHWC float: the forward 32 clusters of 8 blocks,
+  // 32 channels each, 13 packs per thread; the backward 64 clusters of 8, 16 channels, 7 packs.
+  const Shape4 s{64, 1024, 49, Layout::nhwc};
+  const ClusterPlan f = cluster_plan(s, 4, kFwdRegItems<4>), b = cluster_plan(s, 4, kBwdRegItems<4>);
+  CHECK((f.P == 8 && f.K == 8 && f.groups == 32 && f.items == 13));
+  CHECK((b.P == 4 && b.K == 8 && b.groups == 64 && b.items == 7));
 }
 
 TEST_CASE("floors: the single-read bytes per element, and the two-pass model beside them") {
