@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -200,8 +201,26 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
   if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_.name + " (see --list)");
   if (!versions_missing.empty())
     return fail("no version '" + versions_missing.front() + "' in the selected problems (see --list)");
-  if (!cases_missing.empty())
-    return fail("no case '" + cases_missing.front() + "' in the selected problems' suites (see --list)");
+  if (!cases_missing.empty()) {
+    // A case is named by its whole name, every parameter included; offer the names that hold each word
+    // of the one given ("64x1024x7x7 layout=NHWC" finds "64x1024x7x7 layout=NHWC eps=1e-05 ...").
+    std::istringstream words_in(cases_missing.front());
+    const std::vector<std::string> words{std::istream_iterator<std::string>(words_in), {}};
+    std::vector<std::string> near;
+    for (const auto& p : chapter_.problems) {
+      if (!wants(p)) continue;
+      for (const auto& c : p.suite) {
+        const bool holds = std::all_of(words.begin(), words.end(), [&](const std::string& w) {
+          return (" " + c.name + " ").find(" " + w + " ") != std::string::npos;
+        });
+        if (holds && std::find(near.begin(), near.end(), c.name) == near.end()) near.push_back(c.name);
+      }
+    }
+    std::string hint;
+    for (std::size_t i = 0; i < near.size() && i < 3; ++i) hint += (i ? "', '" : "; did you mean '") + near[i];
+    if (!hint.empty()) hint += near.size() > 3 ? "' (or " + std::to_string(near.size() - 3) + " more)" : "'";
+    return fail("no case '" + cases_missing.front() + "' in the selected problems' suites" + hint + " (see --list)");
+  }
   for (const auto& [k, v] : params_)
     if (std::find(keys_taken.begin(), keys_taken.end(), k) == keys_taken.end())
       return fail("--param " + k + "=" + v + ": no selected problem has a parameter '" + k + "' (see --list)");

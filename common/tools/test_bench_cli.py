@@ -49,6 +49,13 @@ def main():
             others = [p for p in listing[1:] if first not in {v["name"] for v in p.get("versions", [])}]
             if others:
                 expect(["--problem", others[0]["problem"], "--version", first], 2, f"no version '{first}'")
+        # A case named by part of its name (the shape, without every parameter) is refused with the
+        # suite's names that hold each word given.
+        names = {c["name"] for p in listing for c in [p["default_case"]] + p["suite"]}
+        partial = next((" ".join(c["name"].split()[:-1]) for p in listing for c in p["suite"]
+                        if len(c["name"].split()) > 1 and " ".join(c["name"].split()[:-1]) not in names), None)
+        if partial:
+            expect(["--case", partial], 2, f"no case '{partial}' in the selected problems' suites; did you mean '")
     expect(["--json", "/dev/null/x.json"], 2, "--json: cannot")
     expect(["--results-dir", "/dev/null/results"], 2, "--results-dir: cannot")
     expect(["--reps", "0"], 2, "not in [1, 100000]")
