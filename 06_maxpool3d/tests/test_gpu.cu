@@ -281,7 +281,8 @@ TEST_SUITE("gpu") {
 // More than 2^31 elements: 32-bit element indexing would wrap here. Run with
 // `meson test -C build --suite large`. The first case's planes fit 32-bit offsets and its output
 // does not pass 2^31; the second's output does (a 1x1x1 window copies the input), so the 64-bit
-// decoding paths run.
+// decoding paths run. The third is the backward of the first: its dx has the 2^31 + 33 Mi elements,
+// and its windows do not overlap, so every backward that takes it writes the same bytes.
 TEST_SUITE("large") {
   TEST_CASE("maxpool3d_f32: every version on a 2^31 + 33 Mi-element input" *
             tut::needs_gpu_memory(std::size_t{48} << 30)) {
@@ -293,5 +294,10 @@ TEST_SUITE("large") {
     for (const char* layout : {"NCDHW", "NDHWC"})
       tut::check_all_at(forward_problem_taking(layout),
                         ch06::make_pool_case({{1, 5, 1, 20000, 22000}, {1}, {1}, {0}, {1}, 0, layout, "compact"}, false));
+  }
+  TEST_CASE("maxpool3d_backward_f32: every version on a dx of 2^31 + 33 Mi elements" *
+            tut::needs_gpu_memory(std::size_t{48} << 30)) {
+    tut::check_all_at(ch06::maxpool3d_backward_f32(),
+                      ch06::make_pool_case({{2, 16, 256, 512, 520}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, true));
   }
 }
