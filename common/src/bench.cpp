@@ -179,6 +179,7 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
   // Each --problem must name a problem, and each --version a version of a selected problem.
   std::vector<std::string> problems_missing = named(problem_sel_), versions_missing = named(version_sel_);
   std::vector<std::string> cases_missing = case_sel_;  // each --case must name a case of a selected problem
+  std::vector<std::string> case_names;                  // the selected problems' default and suite cases
   bool type_ok = type_sel_.empty();
   std::vector<std::string> keys_taken;
   const auto drop = [](std::vector<std::string>& from, const std::string& name) {
@@ -189,13 +190,11 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     if (p.dtype == type_sel_) type_ok = true;
     if (!wants(p)) continue;
     for (const auto& v : p.versions) drop(versions_missing, v.name);
-    const auto found = [&](const std::string& name) {
-      return p.default_case.name == name ||
-             std::any_of(p.suite.begin(), p.suite.end(), [&](const Case& c) { return c.name == name; });
-    };
-    cases_missing.erase(std::remove_if(cases_missing.begin(), cases_missing.end(), found), cases_missing.end());
+    case_names.push_back(p.default_case.name);
+    for (const auto& c : p.suite) case_names.push_back(c.name);
     for (const auto& s : p.params) keys_taken.push_back(s.key);
   }
+  for (const auto& name : case_names) drop(cases_missing, name);
   if (!problems_missing.empty())
     return fail("no problem '" + problems_missing.front() + "' in " + chapter_.name + " (see --list)");
   if (!type_ok) return fail("no problem on type '" + type_sel_ + "' in " + chapter_.name + " (see --list)");
@@ -207,14 +206,11 @@ std::optional<int> BenchApp::parse(int argc, char** argv) {
     std::istringstream words_in(cases_missing.front());
     const std::vector<std::string> words{std::istream_iterator<std::string>(words_in), {}};
     std::vector<std::string> near;
-    for (const auto& p : chapter_.problems) {
-      if (!wants(p)) continue;
-      for (const auto& c : p.suite) {
-        const bool holds = std::all_of(words.begin(), words.end(), [&](const std::string& w) {
-          return (" " + c.name + " ").find(" " + w + " ") != std::string::npos;
-        });
-        if (holds && std::find(near.begin(), near.end(), c.name) == near.end()) near.push_back(c.name);
-      }
+    for (const auto& name : case_names) {
+      const bool holds = std::all_of(words.begin(), words.end(), [&](const std::string& w) {
+        return (" " + name + " ").find(" " + w + " ") != std::string::npos;
+      });
+      if (holds && std::find(near.begin(), near.end(), name) == near.end()) near.push_back(name);
     }
     std::string hint;
     for (std::size_t i = 0; i < near.size() && i < 3; ++i) hint += (i ? "', '" : "; did you mean '") + near[i];
