@@ -2,7 +2,7 @@
 """Nsight Compute on the suite cases the lesson discusses: each (case, version) pair once, under
 `ncu --profile-from-start off`, the counters below per kernel, into one CSV.
 
-  profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX]
+  profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX] [--versions A,B]
   profile_cases.py --v6-lines CSV            where bwd v6's warp instructions go on the stem case
 
 The second form reads the per-SASS-line counters of bwd_v6_staged_tile_kernel (ncu --section
@@ -62,7 +62,20 @@ THIN = "1x2x128x256x256 kernel=2 stride=2 padding=0"
 F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 # (tag, problem, case text, version); a version named with a dot is a PyTorch peer. In the order the
 # lesson needs them, so that a run stopped by --budget keeps the most cited.
+K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
+
 PAIRS = [
+    # fwd v9 and bwd v13, v14 first: the newest rungs, and the cases they were built for.
+    ("k4s4", F, K4S4, ["v9_run_reduce"]),
+    ("k8on8", F, K8ON8, ["v9_run_reduce"]),
+    ("k4s4_cl", F, K4S4 + " layout=NDHWC", ["v9_run_reduce", "v7_channels_last"]),
+    ("k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v8_wide_loads"]),
+    ("k8s8_cl", F, K8S8 + " layout=NDHWC", ["v9_run_reduce"]),
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v13_prefetch_rows"]),
+    ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v13_prefetch_rows"]),
+    ("bwd_stem_cl", B, STEM + " layout=NDHWC indices=int64", ["v14_channel_gather"]),
+    ("k2s3", F, K2S3, ["v4_layout_ncdt"]),
+    ("k2s3_cl", F, K2S3 + " layout=NDHWC", ["v7_channels_last"]),
     # bwd v10 and v12 first: the pairs the lesson's newest backward sections cite (v11's, measured on
     # its own, are in results/forms/third.ncu.csv).
     ("bwd_k8s8", B, K8S8 + " indices=int64", ["v10_row_writer"]),
@@ -154,6 +167,7 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--budget", type=float, default=1e9, help="stop starting new pairs after this many seconds")
     ap.add_argument("--tags", default="", help="only the pairs whose tag starts with this (bwd: the backward's)")
+    ap.add_argument("--versions", default="", help="only these versions (comma-separated names)")
     ap.add_argument("out")
     args = ap.parse_args()
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
@@ -169,6 +183,8 @@ def main():
             continue
         shape, *params = text.split()
         for version in versions:
+            if args.versions and version not in args.versions.split(","):
+                continue
             if time.time() - start > args.budget:
                 print(f"budget spent: stopped before {tag} {version}")
                 return 0

@@ -24,6 +24,8 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/bwd_v12_class_scatter.cuh"
+#include "kernels/bwd_v13_prefetch_rows.cuh"
+#include "kernels/bwd_v14_channel_gather.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -34,6 +36,7 @@
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v7_channels_last.cuh"
 #include "kernels/fwd_v8_wide_loads.cuh"
+#include "kernels/fwd_v9_run_reduce.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -138,7 +141,9 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
       forward_version<T>("v8_wide_loads", "large windows: 16-byte loads along W or C, 8 in flight; NDHWC rows split over lanes",
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v8 for large disjoint windows, v6 for large overlapping ones, v7 for NDHWC, else v2",
+      forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
+                         &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v9 for large disjoint windows that are one run or NDHWC, else v8; v6 for large overlapping ones, v7 for NDHWC, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -169,7 +174,9 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
       forward_version<T>("v8_wide_loads", "large windows: 16-byte loads along W or C, 8 in flight; NDHWC rows split over lanes",
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v8 for large disjoint windows, v6 for large overlapping ones, v7 for NDHWC, else v2",
+      forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
+                         &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v9 for large disjoint windows that are one run or NDHWC, else v8; v6 for large overlapping ones, v7 for NDHWC, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;
@@ -270,7 +277,11 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v11_window_gather<T>, bwd_v11_kernels<T>(), &bwd_v11_refuses<T>),
       backward_version<T>("v12_class_scatter", "deterministic, overlapping windows of <= 27 classes: zero dx, then a pass per class of outputs whose windows do not overlap, plain adds",
                           &bwd_v12_class_scatter<T>, {TUT_KERNEL(bwd_v12_class_pass_kernel<T>)}, &bwd_v12_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v3 or v7 without overlap, v9 or v6 with, else v1",
+      backward_version<T>("v13_prefetch_rows", "deterministic, windows that do not overlap: v10 with the next item's index and dy read before this item's stores",
+                          &bwd_v13_prefetch_rows<T>, bwd_v13_kernels<T>(), &bwd_v13_refuses<T>),
+      backward_version<T>("v14_channel_gather", "deterministic, NDHWC, <= 2 covering outputs per axis: a thread gathers 4 channels of a position, 8 candidate slots loaded before the compares",
+                          &bwd_v14_channel_gather<T>, bwd_v14_kernels<T>(), &bwd_v14_refuses<T>),
+      backward_version<T>("auto", "the deterministic backward a user calls: v13, v3 or v7 without overlap; v14 in NDHWC, v9 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

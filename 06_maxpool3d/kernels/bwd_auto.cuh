@@ -1,12 +1,15 @@
 // bwd auto: the deterministic backward a user calls. Its rule (kernels/bwd_auto_rule.cuh) reads only
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
-//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v10, one pass
-//      of 16-byte stores, in NCDHW (and NDHWC with one channel); in NDHWC v3 where an output owns
-//      fewer than 64 cells, else v7, a memset and a plain store per output;
-//   2. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
-//   3. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
-//   4. anything else (dilated overlapping windows, or larger windows over small strides): v1.
+//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v13, one pass
+//      of 16-byte stores with the next item's loads ahead, in NCDHW (and NDHWC with one channel);
+//      in NDHWC v3 where an output owns fewer than 64 cells, else v7, a memset and a plain store
+//      per output;
+//   2. overlapping windows in NDHWC (C > 1), undilated, at most 2 covering outputs per axis: v14,
+//      the gather over 4 channels of a position;
+//   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
+//   4. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
+//   5. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.
 #pragma once
 
@@ -17,6 +20,8 @@
 #include "kernels/bwd_v7_zero_then_store.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v13_prefetch_rows.cuh"
+#include "kernels/bwd_v14_channel_gather.cuh"
 
 namespace ch06 {
 
@@ -28,6 +33,8 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v7_zero_then_store: return bwd_v7_zero_then_store(s, a);
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
+    case BwdPick::v13_prefetch_rows: return bwd_v13_prefetch_rows(s, a);
+    case BwdPick::v14_channel_gather: return bwd_v14_channel_gather(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

@@ -5,6 +5,8 @@
 #include "kernels/bwd_v6_staged_tile.cuh"  // bwd_v6_refuses
 #include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
 #include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v13_prefetch_rows.cuh"
+#include "kernels/bwd_v14_channel_gather.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -25,7 +27,9 @@ enum class BwdPick {
   v6_staged_tile,
   v7_zero_then_store,
   v9_ordered_tile,
-  v10_row_writer
+  v10_row_writer,
+  v13_prefetch_rows,
+  v14_channel_gather
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -35,31 +39,37 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v7_zero_then_store: return "v7_zero_then_store";
     case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
     case BwdPick::v10_row_writer: return "v10_row_writer";
+    case BwdPick::v13_prefetch_rows: return "v13_prefetch_rows";
+    case BwdPick::v14_channel_gather: return "v14_channel_gather";
     default: return "v1_gather";
   }
 }
 
-//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel) v10, one pass that writes
-//      each 16-byte chunk of dx once. On the H100 it was the fastest version on all four such suite
-//      cases: kernel 8 stride 8, 48.0 and 47.7 us (int64, compact) against v7's memset and stores
-//      49.0 and 48.7; kernel 2 stride 2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4. In
-//      NDHWC with several channels, which v10 refuses: v3 where an output owns fewer than 64 cells
-//      (a thread per output's piece of a slice), else v7;
-//   2. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
+//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel) v13, v10's one pass that
+//      writes each 16-byte chunk of dx once, with the next item's loads issued before this item's
+//      stores (v10 was the fastest version on all four such suite cases: kernel 8 stride 8, 48.0
+//      and 47.7 us (int64, compact) against v7's memset and stores 49.0 and 48.7; kernel 2 stride
+//      2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4). In NDHWC with several channels,
+//      which v10 and v13 refuse: v3 where an output owns fewer than 64 cells (a thread per
+//      output's piece of a slice), else v7;
+//   2. overlapping windows in NDHWC with at most 2 covering outputs per axis (kernel <= 2 x
+//      stride): v14, a thread's gather over 4 channels of a position;
+//   3. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
 //      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search. v11 (the
 //      unrolled gather) and v12 (the class scatter) lost to v9 and v6 on every such suite case;
-//   3. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
+//   4. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
 //      a tile that fits its shared memory): v6;
-//   4. anything else: v1.
+//   5. anything else: v1.
 inline constexpr int kOrderedAutoMaxRanks = 8;
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
-    if (bwd_v10_refuses<float>(w).empty()) return BwdPick::v10_row_writer;
+    if (bwd_v13_refuses<float>(w).empty()) return BwdPick::v13_prefetch_rows;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }
+  if (w.layout == Layout::ndhwc && w.C > 1 && bwd_v14_refuses<float>(w).empty()) return BwdPick::v14_channel_gather;
   const OrderedPlan plan = ordered_plan(w);
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;

@@ -3,10 +3,11 @@
 #pragma once
 
 #include "kernels/pool.cuh"
+#include "kernels/fwd_v9_run_reduce.cuh"  // window_is_one_run
 
 namespace ch06 {
 
-enum class AutoPick { v0_naive, v2_interior_border, v6_separable, v7_channels_last, v8_wide_loads };
+enum class AutoPick { v0_naive, v2_interior_border, v6_separable, v7_channels_last, v8_wide_loads, v9_run_reduce };
 
 inline const char* auto_pick_name(AutoPick p) {
   switch (p) {
@@ -14,6 +15,7 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v2_interior_border: return "v2_interior_border";
     case AutoPick::v6_separable: return "v6_separable";
     case AutoPick::v8_wide_loads: return "v8_wide_loads";
+    case AutoPick::v9_run_reduce: return "v9_run_reduce";
     default: return "v7_channels_last";
   }
 }
@@ -24,11 +26,11 @@ inline double window_overlap(const Window& w) {
 }
 
 // The rule, from the suite's measurements (the lesson's table of auto against the best version):
-//   1. large windows that do not overlap (>= 64 cells, undilated): v8, a window's rows split over
-//      lanes with 16-byte loads (one thread per window starves the memory system there); except in
-//      NDHWC with more than one channel below 512 cells: v7, whose lanes already read 16 bytes
-//      along C (kernel 4, 64 cells: v8 took 1.05x v7's time in two suite runs; kernel 8, 512 cells:
-//      0.27x; the suite has no NDHWC case between);
+//   1. large windows that do not overlap (>= 64 cells, undilated): v9, the window read as a stream
+//      of whole sectors, in NCDHW where the window is one run of its plane (kW = W, and kH = H or
+//      kD = 1: global pooling), and in NDHWC with more than one channel; other NCDHW windows: v8,
+//      a window's rows read with 16-byte loads (one thread per window starves the memory system),
+//      and v7 or v8 (the rule before v9) where a plane does not fit v9's 32-bit offsets;
 //   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
 //      b. in NCDHW, windows of >= 27 cells with >= 8 windows over each input cell (kernel 3, stride
@@ -40,8 +42,10 @@ inline double window_overlap(const Window& w) {
 //   5. other NCDHW: v2 (the warp-voted interior path), when a plane fits 32-bit offsets; else v0.
 inline AutoPick auto_pick(const Window& w) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
-  if (big && !w.dilated() && windows_disjoint(w))
+  if (big && !w.dilated() && windows_disjoint(w)) {
+    if (plane_fits_32_bits(w) && (cl ? w.C > 1 : window_is_one_run(w))) return AutoPick::v9_run_reduce;
     return cl && w.C > 1 && w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
+  }
   const bool overlapping = window_overlap(w) >= 8;
   if (fits && ((big && overlapping) || (!cl && w.cells() >= 27 && overlapping) || (cl && w.cells() >= 256) ||
                (!cl && w.dilated())))

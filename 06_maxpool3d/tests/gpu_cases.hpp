@@ -58,6 +58,12 @@ inline std::vector<tut::Case> special_cases() {
       {{2, 6, 5, 7, 9}, {3}, {2}, {1}},                         // C = 6: not a multiple of 4
       {{2, 8, 5, 7, 9}, {2}, {1}, {1}},                         // C = 8: v7's 16-byte packs
       {{1, 16, 9, 9, 9}, {3}, {1}, {1}},
+      {{2, 3, 5, 6, 8}, {5, 6, 8}, {}, {0}},                    // one run per plane, W = 8: v9's 16-byte pieces
+      {{2, 3, 8, 8, 8}, {8}, {}, {0}},                          // a run of 512 cells: 32 lanes, int16 compact
+      {{2, 3, 9, 6, 8}, {3, 6, 8}, {2, 6, 8}, {1, 0, 0}},       // runs of whole planes, padded along D
+      {{2, 3, 10, 6, 8}, {2, 6, 8}, {3, 6, 8}, {0}, {1}, 1},    // runs of planes, ceil_mode: the last one short
+      {{2, 3, 4, 9, 12}, {1, 3, 12}, {1, 2, 12}, {0, 1, 0}},    // kD = 1: runs of rows, padded along H
+      {{3, 5, 4, 5, 7}, {2, 5, 7}, {2, 5, 7}, {1, 0, 0}},       // runs with W = 7: one-element pieces
   };
   std::vector<tut::Case> out;
   int n = 0;

@@ -13,6 +13,7 @@
 #include "kernels/bwd_v8_slab_writer.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
+#include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/fwd_auto_rule.cuh"
@@ -330,21 +331,27 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for large or stride-1 overlapping ones and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run (NCDHW) or have channels (NDHWC), v8 for other large disjoint ones, separable for large or stride-1 overlapping ones and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
   CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1})) == AutoPick::v6_separable);              // overlap 512
   CHECK(pick({1, 16, 64, 64, 64}, cl({8}, {1})) == AutoPick::v6_separable);
   CHECK(pick({2, 48, 33, 65, 65}, params({5}, {2}, {2})) == AutoPick::v6_separable);          // overlap 15.6
-  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v8_wide_loads);            // disjoint, 512 cells
-  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v8_wide_loads);           // disjoint, 64 cells
-  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v8_wide_loads);
-  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v8_wide_loads);
-  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);         // NDHWC, 64 cells
-  CHECK(pick({1024, 1, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);             // one channel: NCDHW in memory
-  CHECK(pick({64, 64, 16, 16, 16}, cl({7}, {7})) == AutoPick::v7_channels_last);        // NDHWC, 343 cells
-  CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v8_wide_loads);           // NDHWC, 512 cells
+  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v9_run_reduce);            // the whole plane, 512 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v9_run_reduce);           // the whole plane, 64 cells
+  CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4})) == AutoPick::v9_run_reduce);              // runs of whole (H, W) planes
+  CHECK(pick({64, 8, 4, 16, 16}, params({1, 8, 16}, {1, 8, 16})) == AutoPick::v9_run_reduce);  // kD = 1: runs of rows
+  CHECK(pick({64, 8, 4, 16, 16}, params({2, 8, 16}, {2, 8, 16})) == AutoPick::v8_wide_loads);  // kH < H, kD > 1: not one run
+  CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4}, {0, 1, 0})) == AutoPick::v8_wide_loads);     // padded along H: not one run
+  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v8_wide_loads);            // 8 rows of 8 per window
+  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v9_run_reduce);
+  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v9_run_reduce);               // NDHWC, 64 cells
+  CHECK(pick({1024, 1, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);                 // one channel: NCDHW in memory
+  CHECK(pick({64, 64, 16, 16, 16}, cl({7}, {7})) == AutoPick::v9_run_reduce);               // NDHWC, 343 cells
+  CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v9_run_reduce);               // NDHWC, 512 cells
+  CHECK(ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 8}, {2, 6, 8}, {1, 0, 0}))));  // D padding is fine
+  CHECK(!ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 4}, {2, 6, 4}))));                  // kW < W
   CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 cells
   CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW
   CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
@@ -356,24 +363,26 @@ TEST_CASE("the dispatcher's rule: v8 for large disjoint windows, separable for l
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v13 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v14 in NDHWC with <= 2 outputs per axis, v9 where they overlap a little, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
-  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output
-  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v13_prefetch_rows);      // 8 cells per output
+  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v13_prefetch_rows);
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v10_row_writer);        // 512
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v10_row_writer);       // 64
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);        // 512
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v13_prefetch_rows);       // 64
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
-  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v10_row_writer);  // one channel
-  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
-  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
+  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v13_prefetch_rows);  // one channel
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v13_prefetch_rows);        // gaps between windows, 27
+  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v13_prefetch_rows);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks
-  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v9_ordered_tile);
+  CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v14_channel_gather);  // 2 per axis
+  CHECK(pick({8, 1, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v9_ordered_tile);  // one channel
+  CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1}, {1}, "NDHWC")) == BwdPick::v6_staged_tile);  // 3 per axis: as before
   CHECK(pick({4, 64, 16, 56, 56}, idx({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == BwdPick::v9_ordered_tile);  // 1 x 2 x 2
   CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v6_staged_tile);   // 27 ranks
   CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v6_staged_tile);        // 512 ranks: 64 (D, H) pairs
@@ -528,6 +537,57 @@ TEST_CASE("bwd v10's items, run on the host thread by thread: every dx element w
   CHECK(widths[4] >= 2);
   CHECK(widths[2] >= 1);
   CHECK(widths[1] >= 2);
+}
+
+TEST_CASE("bwd v13's pipelined items, run on the host thread by thread: every dx element written, v1's bits") {
+  // v10's cases; each thread fetches its next item before writing the current one, as the kernel
+  // does (one block here, so a thread's items step by items_per_block).
+  auto cases = host_backward_cases();
+  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}}})
+    for (const char* idx : {"int64", "compact"}) {
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, true));
+    }
+  int ran = 0;
+  for (const auto& c : cases) {
+    HostBackward hb(c);
+    if (!ch06::bwd_v13_refuses<float>(hb.w).empty()) continue;
+    INFO(c.name);
+    ++ran;
+    const auto a = hb.args();
+    const int V = ch06::bwd_v5_pack(a);
+    const auto ra = ch06::row_args<float>(hb.w, V);
+    const bool int64 = hb.w.indices == ch06::IndexFormat::int64;
+    const auto run = [&](auto v, auto i64) {
+      constexpr int kV = decltype(v)::value;
+      constexpr bool kI = decltype(i64)::value;
+      for (int t = 0; t < ch06::kRowBlock; ++t) {
+        const int sub = t / ra.lanes;
+        if (sub >= ra.items_per_block) continue;
+        for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
+          const auto col = ch06::row_column<kV>(a, ra, g);
+          if (sub >= ra.items) break;
+          ch06::RowItem<kV, float> cur, next;
+          ch06::fetch_item<kV, kI>(a, ra, col, sub, cur);
+          for (std::int64_t it = sub; it < ra.items; it += ra.items_per_block) {
+            const bool more = it + ra.items_per_block < ra.items;
+            if (more) ch06::fetch_item<kV, kI>(a, ra, col, it + ra.items_per_block, next);
+            ch06::write_rows<kV, kI>(a, col, cur);
+            if (more) cur = next;
+          }
+        }
+      }
+    };
+    const auto width = [&](auto i64) {
+      if (V == 4) run(std::integral_constant<int, 4>{}, i64);
+      else if (V == 2) run(std::integral_constant<int, 2>{}, i64);
+      else run(std::integral_constant<int, 1>{}, i64);
+    };
+    if (int64) width(std::true_type{});
+    else width(std::false_type{});
+    CHECK(hb.same_bits());
+  }
+  CHECK(ran >= 10);
 }
 
 TEST_CASE("bwd v11, run on the host element by element: v1's bits; it takes at most 3 outputs per axis, undilated") {

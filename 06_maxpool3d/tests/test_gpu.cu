@@ -134,7 +134,9 @@ TEST_SUITE("gpu") {
                                (v.name == "v9_ordered_tile" && !ch06::bwd_v9_refuses<float>(w).empty()) ||
                                (v.name == "v10_row_writer" && !ch06::bwd_v10_refuses<float>(w).empty()) ||
                                (v.name == "v11_window_gather" && !ch06::bwd_v11_refuses<float>(w).empty()) ||
-                               (v.name == "v12_class_scatter" && !ch06::bwd_v12_refuses<float>(w).empty());
+                               (v.name == "v12_class_scatter" && !ch06::bwd_v12_refuses<float>(w).empty()) ||
+                               (v.name == "v13_prefetch_rows" && !ch06::bwd_v13_refuses<float>(w).empty()) ||
+                               (v.name == "v14_channel_gather" && !ch06::bwd_v14_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -154,6 +156,7 @@ TEST_SUITE("gpu") {
         {{2, 24, 10, 12, 14}, {3}, {1}, {1}, {1}, 0, "NDHWC", "compact"},
         {{2, 16, 14, 20, 22}, {3}, {2}, {1}, {1}, 0, "NCDHW", "compact"},
         {{1, 4, 16, 18, 20}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+        {{2, 16, 14, 20, 22}, {3}, {2}, {1}, {1}, 0, "NDHWC", "int64"},
     };
     const int runs = tut::under_sanitizer() ? 2 : 20;
     for (const auto& setup : setups) {
@@ -183,6 +186,8 @@ TEST_SUITE("gpu") {
       const bool window_gather = ch06::bwd_v11_refuses<float>(w).empty();  // at most 3 outputs per axis
       if (window_gather) names.push_back("v11_window_gather");
       if (ch06::bwd_v12_refuses<float>(w).empty()) names.push_back("v12_class_scatter");  // run to run only
+      const bool channel_gather = ch06::bwd_v14_refuses<float>(w).empty();  // NDHWC, <= 2 outputs per axis
+      if (channel_gather) names.push_back("v14_channel_gather");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -196,6 +201,7 @@ TEST_SUITE("gpu") {
       CHECK(first["auto"] == first["v1_gather"]);              // auto takes v9 or v6 on overlapping windows
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
+      if (channel_gather) CHECK(first["v14_channel_gather"] == first["v1_gather"]);  // v1's order, 4 channels a thread
       const auto scatter_first = run("v0_scatter_atomic");
       int scatter_differs = 0;
       for (int r = 0; r < runs; ++r) scatter_differs += run("v0_scatter_atomic") != scatter_first;

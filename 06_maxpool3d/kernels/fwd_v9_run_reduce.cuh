@@ -1,0 +1,318 @@
+// fwd v9_run_reduce: a large window read as a plain stream, every load instruction of a warp on
+// consecutive 16-byte pieces of memory, and the pieces' bests merged afterwards.
+//
+// What changed since v8: v8 gives an NCDHW window to one thread. On 4^3 planes with kernel 4 a
+// window is a run of 64 floats; 32 threads of a warp then load 32 pieces 256 bytes apart, 32
+// sectors per request, and each thread holds its eight 16-byte loads, its decode and its compares
+// in 78 registers: 34 % occupancy, DRAM 72 % busy, 0.77 of copy (Nsight Compute, results/). Here
+// the two layouts get the shape of the read a copy has.
+//
+// NCDHW, windows whose cells are one contiguous run of each plane: kW = W with no padding along W,
+// and either kH = H with no padding along H, or kD = 1 (global pooling is the common case: the
+// window is the whole volume). G lanes (a power of two up to 32) share one window; lane r loads
+// the run's pieces r, r + G, r + 2G, ..., so a warp's load covers 32 consecutive pieces, 512
+// bytes, and a lane owns up to 8 loads in flight, spread over P windows when a window has fewer
+// pieces than 8 G. Each lane scans its pieces in order with PyTorch's rule, and the G lanes merge
+// with `outranks` in an XOR butterfly (v8's order: a maximum, whatever the grouping). A window's
+// cell is its offset in the run (kW = W, and kH = H or kD = 1, make scan order the memory order).
+//
+// NDHWC, any undilated window: a block takes one output position and CW groups of V channels
+// (CW lanes, 8 to 32), and splits the window's cells over R = 256 / CW rows of threads: row g
+// takes cells g, g + R, ..., each one CW x 16-byte load, contiguous along C. The rows' bests meet
+// in shared memory, merged with `outranks` by one thread per channel. CW shrinks until there are
+// blocks for two waves of the device, so a few large windows (256 planes of 8^3) still fill it.
+//
+// Prediction: both layouts read each input byte once in fully used sectors with 8 loads in flight
+// per thread and few registers; on the memory-bound suite cases with windows of 64 and 512 cells,
+// near the copy ceiling (>= 0.85). SASS: LDG.E.128 in both, SHFL.BFLY in NCDHW, BAR in NDHWC
+// (tests/test_sass.cpp).
+#pragma once
+
+#include "kernels/fwd_v8_wide_loads.cuh"  // take, combine_lanes, pow2_at_most
+
+namespace ch06 {
+
+// Whether the cells of every window are one contiguous run of its plane in NCDHW, in scan order.
+inline bool window_is_one_run(const Window& w) {
+  if (w.dilated() || w.k[2] != w.W || w.p[2] != 0) return false;
+  return (w.k[1] == w.H && w.p[1] == 0) || w.k[0] == 1;
+}
+
+// ---- NCDHW ---------------------------------------------------------------------------------------
+
+// Thread (warp, lane): lane = group * G + r. Per round a warp takes (32 / G) * P consecutive
+// outputs: output u * (32 / G) + group of the round is this group's u-th. Every lane of a warp
+// runs the same rounds (the butterfly needs all 32).
+template <int V, int P, class T>
+__global__ void __launch_bounds__(256) fwd_v9_runs_kernel(ForwardArgs<T> a, int groups_log2, int pieces,
+                                                         FastDiv by_oh, FastDiv by_od) {
+  using Pack = tut::ew::Packed<T, V>;
+  constexpr int kLoads = kBatch / P;  // pieces of one window a lane loads per batch
+  const Window& w = a.w;
+  const int G = 32 >> groups_log2, lane = static_cast<int>(threadIdx.x) & 31, r = lane & (G - 1),
+            group = lane / G;
+  const std::int64_t total = w.out_numel(), plane = w.in_plane(), per_round = static_cast<std::int64_t>(32 / G) * P;
+  const bool narrow = total <= kMaxInt32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t base = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32 * per_round;
+       base < total; base += warps * per_round) {
+    const T* x[P];
+    int lo[P], count[P], first[P];  // the run's inside part: its first flat index, pieces, first cell
+    T best[P];
+    int cell[P];
+#pragma unroll
+    for (int u = 0; u < P; ++u) {
+      const std::int64_t o = base + static_cast<std::int64_t>(u) * (32 / G) + group;
+      best[u] = lowest<T>();
+      cell[u] = -1;
+      count[u] = 0;
+      lo[u] = 0;
+      first[u] = 0;
+      x[u] = a.x;
+      if (o < total) {
+        std::int64_t pl;
+        int od, oh;
+        if (narrow) {
+          std::uint32_t q = by_oh.div(static_cast<std::uint32_t>(o));
+          oh = static_cast<int>(static_cast<std::uint32_t>(o) - q * w.oH);
+          const std::uint32_t q2 = by_od.div(q);
+          od = static_cast<int>(q - q2 * w.oD);
+          pl = q2;
+        } else {
+          oh = static_cast<int>(o % w.oH);
+          od = static_cast<int>(o / w.oH % w.oD);
+          pl = o / w.oH / w.oD;
+        }
+        const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1];
+        const int dlo = max(d0, 0), dhi = min(d0 + w.k[0], w.D), hlo = max(h0, 0), hhi = min(h0 + w.k[1], w.H);
+        const int start = (d0 * w.H + h0) * w.W;  // where cell 0 would be (in the padding if d0 or h0 < 0)
+        lo[u] = (dlo * w.H + hlo) * w.W;
+        count[u] = ((dhi - 1) * w.H + hhi) * w.W - lo[u];  // every window holds a cell (window_of)
+        count[u] /= V;
+        first[u] = lo[u] - start;
+        x[u] = a.x + pl * plane + lo[u];
+      }
+    }
+    for (int p0 = 0; p0 < pieces; p0 += kLoads * G) {
+      Pack v[P][kLoads];
+#pragma unroll
+      for (int u = 0; u < P; ++u)
+#pragma unroll
+        for (int b = 0; b < kLoads; ++b) {
+          const int piece = p0 + b * G + r;
+          if (piece < count[u]) v[u][b] = *reinterpret_cast<const Pack*>(x[u] + static_cast<std::int64_t>(piece) * V);
+        }
+#pragma unroll
+      for (int u = 0; u < P; ++u)
+#pragma unroll
+        for (int b = 0; b < kLoads; ++b) {
+          const int piece = p0 + b * G + r;
+          if (piece < count[u]) {
+#pragma unroll
+            for (int l = 0; l < V; ++l) take(v[u][b].elem[l], first[u] + piece * V + l, best[u], cell[u]);
+          }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < P; ++u) {
+      combine_lanes(best[u], cell[u], G);
+      const std::int64_t o = base + static_cast<std::int64_t>(u) * (32 / G) + group;
+      if (r == 0 && o < total) {
+        a.y[o] = best[u];
+        if (w.indices == IndexFormat::int64) a.index[o] = static_cast<std::int64_t>(lo[u] - first[u]) + cell[u];
+        else if (w.indices == IndexFormat::compact) {
+          if (w.compact8()) a.offset8[o] = static_cast<std::uint8_t>(cell[u]);
+          else a.offset16[o] = static_cast<std::int16_t>(cell[u]);
+        }
+      }
+    }
+  }
+}
+
+// ---- NDHWC ---------------------------------------------------------------------------------------
+
+inline constexpr int kV9Block = 256;
+
+// Block b: output position b / tiles, channel tile b % tiles (CW groups of V channels). Thread
+// t = g * CW + col: row g of R, column col.
+template <int V, class T>
+__global__ void __launch_bounds__(kV9Block) fwd_v9_columns_kernel(ForwardArgs<T> a, int cw, int rows, std::int64_t tiles,
+                                                                 FastDiv by_kw, FastDiv by_kh) {
+  using Pack = tut::ew::Packed<T, V>;
+  __shared__ T s_best[kV9Block * V];
+  __shared__ int s_cell[kV9Block * V];
+  const Window& w = a.w;
+  const int col = static_cast<int>(threadIdx.x) % cw, g = static_cast<int>(threadIdx.x) / cw;
+  const std::int64_t groups = w.C / V, work = w.N * w.out_plane() * tiles;
+  const int cells = w.cells();
+  for (std::int64_t b = blockIdx.x; b < work; b += gridDim.x) {
+    const std::int64_t pos = b / tiles, grp = (b - pos * tiles) * cw + col;  // (n, od, oh, ow); channel group
+    const int ow = static_cast<int>(pos % w.oW), oh = static_cast<int>(pos / w.oW % w.oH),
+              od = static_cast<int>(pos / w.oW / w.oH % w.oD);
+    const std::int64_t n = pos / w.oW / w.oH / w.oD;
+    const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
+    const T* x = a.x + n * w.in_plane() * w.C + grp * V;
+    T best[V];
+    int cell[V];
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      best[l] = lowest<T>();
+      cell[l] = -1;
+    }
+    if (g < rows && grp < groups) {
+      for (int c0 = g; c0 < cells; c0 += kBatch * rows) {
+        Pack v[kBatch];
+        bool in[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int c = c0 + u * rows;
+          const std::uint32_t t = by_kw.div(static_cast<std::uint32_t>(c));
+          const int jw = c - static_cast<int>(t) * w.k[2];
+          const int jd = static_cast<int>(by_kh.div(t)), jh = static_cast<int>(t) - jd * w.k[1];
+          const int d = d0 + jd, h = h0 + jh, xw = w0 + jw;
+          in[u] = c < cells && static_cast<unsigned>(d) < static_cast<unsigned>(w.D) &&
+                  static_cast<unsigned>(h) < static_cast<unsigned>(w.H) && static_cast<unsigned>(xw) < static_cast<unsigned>(w.W);
+          if (in[u]) v[u] = *reinterpret_cast<const Pack*>(x + ((static_cast<std::int64_t>(d) * w.H + h) * w.W + xw) * w.C);
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u)
+          if (in[u]) {
+#pragma unroll
+            for (int l = 0; l < V; ++l) take(v[u].elem[l], c0 + u * rows, best[l], cell[l]);
+          }
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      s_best[threadIdx.x * V + l] = best[l];
+      s_cell[threadIdx.x * V + l] = cell[l];
+    }
+    __syncthreads();
+    // Thread t < cw * V merges channel t of the tile over the rows.
+    if (static_cast<int>(threadIdx.x) < cw * V) {
+      const int mc = static_cast<int>(threadIdx.x) / V, ml = static_cast<int>(threadIdx.x) % V;
+      T mb = s_best[mc * V + ml];
+      int mcell = s_cell[mc * V + ml];
+      for (int gg = 1; gg < rows; ++gg) {
+        const T v = s_best[(gg * cw + mc) * V + ml];
+        const int c = s_cell[(gg * cw + mc) * V + ml];
+        if (outranks(v, c, mb, mcell)) {
+          mb = v;
+          mcell = c;
+        }
+      }
+      const std::int64_t mg = (b - pos * tiles) * cw + mc;
+      if (mg < groups) {
+        const std::int64_t o = pos * w.C + mg * V + ml;
+        a.y[o] = mb;
+        if (w.indices == IndexFormat::int64) a.index[o] = flat_index_of(w, d0, h0, w0, mcell);
+        else if (w.indices == IndexFormat::compact) {
+          if (w.compact8()) a.offset8[o] = static_cast<std::uint8_t>(mcell);
+          else a.offset16[o] = static_cast<std::int16_t>(mcell);
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// ---- host side -----------------------------------------------------------------------------------
+
+template <class T>
+std::string fwd_v9_refuses(const Window& w) {
+  if (w.dilated()) return "fwd_v9_run_reduce takes dilation 1 only";
+  if (!plane_fits_32_bits(w)) return "fwd_v9_run_reduce indexes a plane in 32 bits; this one is larger";
+  if (w.layout == Layout::ncdhw && !window_is_one_run(w))
+    return "fwd_v9_run_reduce takes, in NCDHW, windows that are one run of the plane (kW = W, and kH = H or kD = 1, "
+           "no padding along W or H)";
+  return {};
+}
+
+// NCDHW: the piece width (16 bytes when every run starts on a 16-byte boundary: W a multiple of
+// V and x aligned; the run is whole rows).
+template <class T>
+int fwd_v9_piece(const ForwardArgs<T>& a) {
+  constexpr int kV = 16 / sizeof(T);
+  for (int V : {kV, 2})
+    if (a.w.W % V == 0 && reinterpret_cast<std::uintptr_t>(a.x) % (V * sizeof(T)) == 0) return V;
+  return 1;
+}
+
+// Lanes per window (G) and windows per lane (P) for runs of `pieces` pieces: G the largest power
+// of two <= pieces, at most 32; P = 4 when a lane has at most 2 pieces of a window, else 1.
+struct V9Shape {
+  int G = 32, P = 1;
+};
+inline V9Shape fwd_v9_shape(int pieces) {
+  V9Shape s;
+  s.G = pow2_at_most(pieces, 32);
+  s.P = (pieces + s.G - 1) / s.G <= 2 ? 4 : 1;
+  return s;
+}
+
+// NDHWC: CW column lanes per row (32, 16 or 8, at most the channel groups rounded up to a power of
+// two), halved while the blocks would not fill two waves of 8 blocks per SM; R = 256 / CW rows, at
+// most the cells rounded up to a power of two.
+struct V9Columns {
+  int cw = 32, rows = 8;
+  std::int64_t tiles = 1;
+};
+inline V9Columns fwd_v9_columns(const Window& w, int V, int sms) {
+  const std::int64_t groups = w.C / V, positions = w.N * w.out_plane();
+  V9Columns c;
+  c.cw = 1;
+  while (c.cw < 32 && c.cw < groups) c.cw *= 2;
+  const auto tiles = [&](int cw) { return (groups + cw - 1) / cw; };
+  while (c.cw > 8 && positions * tiles(c.cw) < 2LL * 8 * sms) c.cw /= 2;
+  c.tiles = tiles(c.cw);
+  c.rows = 1;
+  while (c.rows * 2 <= kV9Block / c.cw && c.rows < w.cells()) c.rows *= 2;
+  return c;
+}
+
+template <class T>
+void fwd_v9_run_reduce(cudaStream_t s, const ForwardArgs<T>& a) {
+  check_forward(a, "fwd_v9_run_reduce");
+  if (const std::string why = fwd_v9_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
+  const Window& w = a.w;
+  constexpr int kV = 16 / sizeof(T);
+  if (w.layout == Layout::ncdhw) {
+    const int V = fwd_v9_piece(a);
+    const int pieces = w.k[0] * w.k[1] * (w.W / V);  // the longest run, in pieces (W % V == 0)
+    const V9Shape sh = fwd_v9_shape(pieces);
+    int log2 = 0;
+    while ((32 >> log2) != sh.G) ++log2;
+    const bool narrow = w.out_numel() <= kMaxInt32;
+    const FastDiv oh = narrow ? FastDiv(w.oH) : FastDiv(), od = narrow ? FastDiv(w.oD) : FastDiv();
+    const std::int64_t warps = (w.out_numel() + (32 / sh.G) * sh.P - 1) / ((32 / sh.G) * sh.P);
+    const unsigned grid = grid_for(warps * 32, 256, "fwd_v9_run_reduce");
+    const auto go = [&](auto kernel) { kernel<<<grid, 256, 0, s>>>(a, log2, pieces, oh, od); };
+    if (V == kV) sh.P == 4 ? go(fwd_v9_runs_kernel<kV, 4, T>) : go(fwd_v9_runs_kernel<kV, 1, T>);
+    else if (V == 2) sh.P == 4 ? go(fwd_v9_runs_kernel<2, 4, T>) : go(fwd_v9_runs_kernel<2, 1, T>);
+    else sh.P == 4 ? go(fwd_v9_runs_kernel<1, 4, T>) : go(fwd_v9_runs_kernel<1, 1, T>);
+  } else {
+    const int V = fwd_v8_pack(a);  // v7's pack rule: C a multiple of V, x and y aligned
+    int dev = 0, sms = 0;
+    TUT_CUDA(cudaGetDevice(&dev));
+    TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const V9Columns c = fwd_v9_columns(w, V, sms);
+    const std::int64_t work = w.N * w.out_plane() * c.tiles;
+    const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(work, std::int64_t{1} << 30));
+    const FastDiv kw(w.k[2]), kh(w.k[1]);
+    const int block = c.cw * c.rows;
+    if (V == kV) fwd_v9_columns_kernel<kV, T><<<grid, block, 0, s>>>(a, c.cw, c.rows, c.tiles, kw, kh);
+    else if (V == 2) fwd_v9_columns_kernel<2, T><<<grid, block, 0, s>>>(a, c.cw, c.rows, c.tiles, kw, kh);
+    else fwd_v9_columns_kernel<1, T><<<grid, block, 0, s>>>(a, c.cw, c.rows, c.tiles, kw, kh);
+  }
+  TUT_CHECK_LAUNCH("fwd_v9_run_reduce");
+}
+
+template <class T>
+std::vector<const void*> fwd_v9_kernels() {
+  constexpr int kV = 16 / sizeof(T);
+  return {TUT_KERNEL(fwd_v9_runs_kernel<kV, 4, T>), TUT_KERNEL(fwd_v9_runs_kernel<kV, 1, T>),
+          TUT_KERNEL(fwd_v9_runs_kernel<1, 1, T>), TUT_KERNEL(fwd_v9_columns_kernel<kV, T>),
+          TUT_KERNEL(fwd_v9_columns_kernel<1, T>)};
+}
+
+}  // namespace ch06
