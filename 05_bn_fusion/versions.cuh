@@ -32,6 +32,7 @@
 #include "kernels/fwd_v6_balanced.cuh"
 #include "kernels/fwd_v7_mask_bytes.cuh"
 #include "kernels/fwd_v8_cluster.cuh"
+#include "kernels/fwd_v9_two_launches.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -192,6 +193,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
     v.setup = [](ForwardInstance<T, kAdd>&, tut::Workspace&) { require_clusters("fwd_v8_cluster"); };
     p.versions.push_back(std::move(v));
   }
+  p.versions.push_back(fwd_version<T, kAdd>("v9_two_launches",
+                                            "statistics kernel, then the pass started early (dependent launch), x from L2",
+                                            &fwd_v9_two_launches<T, kAdd>, &fwd_v9_scratch_bytes<T>,
+                                            fwd_v9_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

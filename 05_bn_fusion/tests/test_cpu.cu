@@ -486,6 +486,75 @@ TEST_CASE("v8's cut: every element once, by one cluster, at most 32 channels eac
   CHECK((b.P == 4 && b.K == 8 && b.groups == 64 && b.items == 7));
 }
 
+TEST_CASE("v9's walks: every element once; flat, one channel per slot and whole mask words per lane group") {
+  using namespace ch05;
+  for (const Layout layout : {Layout::nchw, Layout::nhwc})
+    for (const auto& d : std::vector<std::vector<std::int64_t>>{{1, 1, 1, 2}, {2, 1, 1, 1}, {5, 3, 7, 7}, {4, 33, 17, 19},
+                                                               {4, 48, 5, 5}, {2, 64, 30, 30}, {3, 68, 5, 7},
+                                                               {2, 65, 3, 5}, {2, 2048, 1, 1}, {8, 3, 24, 24}})
+      for (const int Vp : {4, 8})
+        for (const bool packs : {true, false}) {
+          const Shape4 s{d[0], d[1], d[2] * d[3], layout};
+          const V9Plan p = v9_plan(s, packs, Vp);
+          INFO(d[0], "x", d[1], "x", d[2], "x", d[3], (layout == Layout::nchw ? " NCHW" : " NHWC"), " V ", Vp,
+               packs ? " aligned" : " unaligned");
+          CHECK(p.Q >= 1);
+          CHECK(p.Q * s.C * sizeof(Welford) <= std::max(fwd_v9_scratch_bytes<float>(s), fwd_v9_scratch_bytes<__half>(s)));
+          std::vector<int> seen(static_cast<std::size_t>(s.numel()), 0);
+          std::int64_t wrong_channel = 0, split_words = 0;
+          if (p.walk == V9Walk::flat) {
+            CHECK(layout == Layout::nhwc);
+            CHECK(p.Q * kBlock * p.V % s.C == 0);  // the step is whole rows
+            CHECK(p.Q * s.C <= kV9FlatPartials);
+            for (std::int64_t q = 0; q < p.Q; ++q)
+              for (int t = 0; t < kBlock; ++t) {
+                const std::int64_t first = q * kBlock + t;
+                if (t % (32 / p.V) == 0 && first * p.V % 32 != 0) ++split_words;
+                for (std::int64_t i = 0; i < p.items; ++i) {
+                  const std::int64_t u = first + i * p.Q * kBlock;
+                  if (u >= p.units) break;
+                  for (int k = 0; k < p.V; ++k) {
+                    const std::int64_t e = u * p.V + k;
+                    wrong_channel += s.channel_of(e) != (first * p.V + k) % s.C;
+                    ++seen[static_cast<std::size_t>(e)];
+                  }
+                }
+              }
+          } else {
+            CHECK(p.P * p.V <= kGroupSlots);
+            CHECK(p.P * p.L == kBlock);
+            CHECK(p.items * p.L * p.Q >= p.units);
+            for (std::int64_t b = 0; b < p.groups * p.Q; ++b)
+              for (int t = 0; t < kBlock; ++t) {
+                const std::int64_t g = b / p.Q, q = b % p.Q;
+                const int col = t % p.P, lrow = t / p.P;
+                const std::int64_t c_first = p.walk == V9Walk::nchw ? g : (g * p.P + col) * p.V;
+                if (c_first >= s.C) continue;
+                for (std::int64_t i = 0; i < p.items; ++i) {
+                  const std::int64_t row = q * p.L + lrow + i * p.L * p.Q;
+                  if (row >= p.units) break;
+                  for (int k = 0; k < p.V; ++k) {
+                    const std::int64_t e = s.index_of(c_first + k, row);
+                    wrong_channel += s.channel_of(e) != c_first + k;
+                    ++seen[static_cast<std::size_t>(e)];
+                  }
+                }
+              }
+          }
+          CHECK(wrong_channel == 0);
+          CHECK(split_words == 0);
+          CHECK(std::count(seen.begin(), seen.end(), 1) == s.numel());
+        }
+  // 64x1024x7x7 NHWC float: rows, 32 groups of 32 channels, 17 blocks each (544), 6 packs per
+  // thread; 8x3x224x224 NHWC float: flat, 528 blocks; 4x33x17x19 NHWC float: flat, 66 blocks.
+  const V9Plan a = v9_plan(Shape4{64, 1024, 49, Layout::nhwc}, true, 4);
+  CHECK((a.walk == V9Walk::rows && a.P == 8 && a.groups == 32 && a.Q == 17 && a.items == 6));
+  const V9Plan b = v9_plan(Shape4{8, 3, 224 * 224, Layout::nhwc}, true, 4);
+  CHECK((b.walk == V9Walk::flat && b.V == 4 && b.Q == 528));
+  const V9Plan c = v9_plan(Shape4{4, 33, 17 * 19, Layout::nhwc}, true, 4);
+  CHECK((c.walk == V9Walk::flat && c.V == 4 && c.Q == 66));
+}
+
 TEST_CASE("floors: the single-read bytes per element, and the two-pass model beside them") {
   const auto per_element = [](const tut::Floor& f, std::int64_t n) { return static_cast<double>(f.bytes) / n; };
   const auto c = tut::make_case(tut::erase(bn_relu_f32()), {64, 64, 112, 112});

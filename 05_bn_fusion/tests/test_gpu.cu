@@ -105,6 +105,30 @@ void check_v8(const tut::Problem<Inst>& p) {
   tut::check_offsets(q, small_shapes(p));
 }
 
+// v9's walks beyond shapes(): the flat walk with Q a multiple of 3 (C = 48) and at its cap of
+// partials (C = 64, 8192 / 64 blocks), rows with packs but not whole bytes (C = 68, 100), rows of
+// single values (C = 65), NCHW runs of 49 and 40000; and the shapes it was made for.
+template <class Inst>
+std::vector<tut::Case> v9_shapes(const tut::Problem<Inst>& p) {
+  auto out = shapes(p, false);
+  std::vector<Dims> dims = {{4, 48, 5, 5}, {2, 64, 30, 30}, {3, 68, 5, 7}, {2, 100, 3, 3}, {2, 65, 3, 5},
+                            {2, 8, 100, 100}, {2, 2, 200, 200}};
+  if (!tut::under_sanitizer()) {
+    dims.push_back({64, 1024, 7, 7});
+    dims.push_back({8, 3, 224, 224});
+  }
+  for (const char* layout : {"NCHW", "NHWC"})
+    for (const auto& d : dims) out.push_back(bn_case(p, d, layout));
+  return out;
+}
+
+template <class Inst>
+void check_v9(const tut::Problem<Inst>& p) {
+  const auto q = only(p, "v9_two_launches");
+  tut::check_cases(q, v9_shapes(p));
+  tut::check_offsets(q, small_shapes(p));
+}
+
 // Each library version's verdict on case c, as a message.
 template <class Inst>
 void report_peers(const tut::Problem<Inst>& p, const tut::Case& c) {
@@ -185,6 +209,13 @@ TEST_SUITE("gpu") {
     check_v8(bn_relu_backward_f16());
     check_v8(bn_add_relu_f16());
     check_v8(bn_add_relu_backward_f16());
+  }
+
+  TEST_CASE("v9_two_launches: every forward, every shape, both layouts, operands moved" * tut::needs_gpu()) {
+    check_v9(bn_relu_f32());
+    check_v9(bn_add_relu_f32());
+    check_v9(bn_relu_f16());
+    check_v9(bn_add_relu_f16());
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
