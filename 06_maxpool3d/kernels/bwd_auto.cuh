@@ -1,10 +1,11 @@
 // bwd auto: the deterministic backward a user calls. Its rule (kernels/bwd_auto_rule.cuh) reads only
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
-//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v13, one pass
-//      of 16-byte stores with the next item's loads ahead, in NCDHW (and NDHWC with one channel);
-//      in NDHWC v3 where an output owns fewer than 64 cells, else v7, a memset and a plain store
-//      per output;
+//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): one pass of
+//      16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
+//      index per item, a warp's stores on adjacent rows) where every 4-element chunk lies in one
+//      output along W, else v10; in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
+//      memset and a plain store per output;
 //   2. overlapping windows in NDHWC (C > 1), undilated, at most 2 covering outputs per axis: v14,
 //      the gather over 4 channels of a position;
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;

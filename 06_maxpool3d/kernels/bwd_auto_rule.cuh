@@ -45,15 +45,18 @@ inline const char* bwd_pick_name(BwdPick p) {
   }
 }
 
-//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel) v13, v10's one pass that
-//      writes each 16-byte chunk of dx once, with the next item's loads issued before this item's
-//      stores (v10 was the fastest version on all four such suite cases: kernel 8 stride 8, 48.0
+//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), one pass that writes
+//      each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
+//      (kernel 8 stride 8: an item holds one index, and a warp's stores cover adjacent rows), v10
+//      elsewhere. v10 was the fastest version on all four such suite cases (kernel 8 stride 8, 48.0
 //      and 47.7 us (int64, compact) against v7's memset and stores 49.0 and 48.7; kernel 2 stride
-//      2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4). In NDHWC with several channels,
+//      2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4); v13's first form, whose chunks on
+//      kernel 2 stride 2 are still what they are here, ran 0.883 and 0.729 of copy there against
+//      v10's 0.852 and 0.823 (results/forms/fourth.bench.txt). In NDHWC with several channels,
 //      which v10 and v13 refuse: v3 where an output owns fewer than 64 cells (a thread per
 //      output's piece of a slice), else v7;
-//   2. overlapping windows in NDHWC with at most 2 covering outputs per axis (kernel <= 2 x
-//      stride): v14, a thread's gather over 4 channels of a position;
+//   2. overlapping windows in NDHWC (C > 1), undilated, with at most 2 covering outputs per axis
+//      (kernel <= 2 x stride): v14, a thread's gather over 4 channels of a position;
 //   3. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
 //      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search. v11 (the
@@ -65,7 +68,8 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
-    if (bwd_v13_refuses<float>(w).empty()) return BwdPick::v13_prefetch_rows;
+    if (bwd_v13_refuses<float>(w).empty())
+      return chunk_in_one_output(w, 4) ? BwdPick::v13_prefetch_rows : BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }

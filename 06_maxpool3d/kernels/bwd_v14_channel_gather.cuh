@@ -14,16 +14,23 @@
 // contiguous along C.
 //
 // The candidates: along each axis the covering outputs are lo, lo + 1 (at most 2 when k <= 2s),
-// so 8 slots, fixed at compile time. Every slot's loads are issued before the first compare (a
-// slot past its axis's range reads the range's first output, a valid address, and is masked out).
+// so 8 slots, fixed at compile time, taken in two halves of 4 (the first output along D, then the
+// second where there is one). A half's loads are all issued before its first compare; a slot past
+// its axis's range loads nothing.
 // The sum is v1's: dy of the outputs whose index names the element, added from +0 in (od, oh, ow)
 // ascending order, so the bits are v1's on every run.
 //
-// Prediction (the NDHWC stem case, int64): 6.4 M threads, about 80 instructions each (a decode of
-// 4 divisions, 8 slots of 3 loads and 4 compares), about 16 M warp instructions against v11's 390
-// M; the index and dy reads (38.5 MB, each output read by 3.4 positions on average) mostly hit in
-// L1 and L2, the 103 MB of dx written once: bound by memory, about 0.6 of copy where PyTorch's
-// scatter ran at 0.387 and auto (v9's ordered tile) at 0.367.
+// First form's prediction (the NDHWC stem case, int64): 6.4 M threads, about 80 instructions each,
+// about 16 M warp instructions against v11's 390 M; bound by memory, about 0.6 of copy where
+// PyTorch's scatter ran at 0.387 and auto (v9's ordered tile) at 0.367. Measured (H100,
+// results/forms/fourth.*): 0.277 of copy, 167.7 us, 83.1 M warp instructions, 122 registers (21.8 %
+// of the warps resident), DRAM 21 % busy, and 87.2 M L1 sectors for 4.8 M load requests. The first
+// form loaded all 8 slots, live or not, to keep every load ahead of the compares: a cell has 3.4
+// live slots on average, so 58 % of the loads (and their sectors) were for nothing, and the 8
+// slots' 96 loaded registers held the occupancy down. Second form (this code): a slot past its
+// axes' ranges loads nothing, and the slots go in two halves of 4 (88 registers; still 2 blocks
+// per SM). Prediction: about 0.42 of the L1 sectors and a third fewer instructions: about twice
+// as fast, so above PyTorch's 0.387.
 #pragma once
 
 #include "kernels/bwd.cuh"
@@ -83,43 +90,50 @@ __global__ void __launch_bounds__(256) bwd_v14_channel_gather_kernel(BackwardArg
     const int oh0 = first_cover(y, w.k[1], w.s[1], w.p[1], w.oH, ga.by_s[1], ch);
     const int ow0 = first_cover(x, w.k[2], w.s[2], w.p[2], w.oW, ga.by_s[2], cw);
     const std::int64_t flat = (static_cast<std::int64_t>(z) * w.H + y) * w.W + x;
-    Pack grad[8];
-    std::int64_t saved[8][V];
-    int want[8];  // what a matching index holds: the flat index (int64) or the window cell
-    bool live[8];
-#pragma unroll
-    for (int slot = 0; slot < 8; ++slot) {
-      const int jd = slot >> 2, jh = (slot >> 1) & 1, jw = slot & 1;
-      live[slot] = jd < cd && jh < ch && jw < cw;
-      const int od = od0 + (jd < cd ? jd : 0), oh = oh0 + (jh < ch ? jh : 0), ow = ow0 + (jw < cw ? jw : 0);
-      const std::int64_t o = (((n * w.oD + od) * w.oH + oh) * w.oW + ow) * w.C + g * V;
-      want[slot] = ((z + w.p[0] - od * w.s[0]) * w.k[1] + (y + w.p[1] - oh * w.s[1])) * w.k[2] + (x + w.p[2] - ow * w.s[2]);
-      grad[slot] = *reinterpret_cast<const Pack*>(a.dy + o);
-      if constexpr (kFormat == 0) {
-        const auto p = *reinterpret_cast<const tut::ew::Packed<std::int64_t, V>*>(a.index + o);
-#pragma unroll
-        for (int l = 0; l < V; ++l) saved[slot][l] = p.elem[l];
-      } else if constexpr (kFormat == 1) {
-        const auto p = *reinterpret_cast<const tut::ew::Packed<std::uint8_t, V>*>(a.offset8 + o);
-#pragma unroll
-        for (int l = 0; l < V; ++l) saved[slot][l] = p.elem[l];
-      } else {
-        const auto p = *reinterpret_cast<const tut::ew::Packed<std::int16_t, V>*>(a.offset16 + o);
-#pragma unroll
-        for (int l = 0; l < V; ++l) saved[slot][l] = p.elem[l];
-      }
-    }
     Pack acc;
 #pragma unroll
     for (int l = 0; l < V; ++l) acc.elem[l] = T(0);
+    // Two halves of 4 slots (od0, then od0 + 1), each's loads issued before its compares; the
+    // second half only where the cell has a second output along D.
+#pragma unroll 1
+    for (int jd = 0; jd < cd; ++jd) {
+      const int od = od0 + jd;
+      Pack grad[4];
+      std::int64_t saved[4][V];
+      int want[4];  // what a matching index holds: the flat index (int64) or the window cell
+      bool live[4];
 #pragma unroll
-    for (int slot = 0; slot < 8; ++slot)
-      if (live[slot]) {
-        const std::int64_t match = kFormat == 0 ? flat : static_cast<std::int64_t>(want[slot]);
+      for (int slot = 0; slot < 4; ++slot) {
+        const int jh = slot >> 1, jw = slot & 1;
+        live[slot] = jh < ch && jw < cw;
+        if (!live[slot]) continue;  // no load for a slot past its axes' ranges
+        const int oh = oh0 + jh, ow = ow0 + jw;
+        const std::int64_t o = (((n * w.oD + od) * w.oH + oh) * w.oW + ow) * w.C + g * V;
+        want[slot] = ((z + w.p[0] - od * w.s[0]) * w.k[1] + (y + w.p[1] - oh * w.s[1])) * w.k[2] + (x + w.p[2] - ow * w.s[2]);
+        grad[slot] = *reinterpret_cast<const Pack*>(a.dy + o);
+        if constexpr (kFormat == 0) {
+          const auto p = *reinterpret_cast<const tut::ew::Packed<std::int64_t, V>*>(a.index + o);
 #pragma unroll
-        for (int l = 0; l < V; ++l)
-          if (saved[slot][l] == match) acc.elem[l] += grad[slot].elem[l];
+          for (int l = 0; l < V; ++l) saved[slot][l] = p.elem[l];
+        } else if constexpr (kFormat == 1) {
+          const auto p = *reinterpret_cast<const tut::ew::Packed<std::uint8_t, V>*>(a.offset8 + o);
+#pragma unroll
+          for (int l = 0; l < V; ++l) saved[slot][l] = p.elem[l];
+        } else {
+          const auto p = *reinterpret_cast<const tut::ew::Packed<std::int16_t, V>*>(a.offset16 + o);
+#pragma unroll
+          for (int l = 0; l < V; ++l) saved[slot][l] = p.elem[l];
+        }
       }
+#pragma unroll
+      for (int slot = 0; slot < 4; ++slot)
+        if (live[slot]) {
+          const std::int64_t match = kFormat == 0 ? flat : static_cast<std::int64_t>(want[slot]);
+#pragma unroll
+          for (int l = 0; l < V; ++l)
+            if (saved[slot][l] == match) acc.elem[l] += grad[slot].elem[l];
+        }
+    }
     *reinterpret_cast<Pack*>(a.dx + ((((n * w.D + z) * w.H + y) * w.W + x) * w.C + g * V)) = acc;
   }
 }

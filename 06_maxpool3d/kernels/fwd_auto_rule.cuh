@@ -28,8 +28,11 @@ inline double window_overlap(const Window& w) {
 // The rule, from the suite's measurements (the lesson's table of auto against the best version):
 //   1. large windows that do not overlap (>= 64 cells, undilated): v9, the window read as a stream
 //      of whole sectors, in NCDHW where the window is one run of its plane (kW = W, and kH = H or
-//      kD = 1: global pooling), and in NDHWC with more than one channel; other NCDHW windows: v8,
-//      a window's rows read with 16-byte loads (one thread per window starves the memory system),
+//      kD = 1: global pooling; 0.849 of copy on 8^3 with kernel 8 against v8's 0.735), and in
+//      NDHWC with more than one channel (0.812 on 4^3 with kernel 4 against v7's 0.810, 0.794 and
+//      0.797 on kernel 8 against v8's 0.672 and 0.678; results/forms/fourth.bench.txt); other
+//      NCDHW windows: v8, a window's rows read with 16-byte loads (one thread per window starves
+//      the memory system),
 //      and v7 or v8 (the rule before v9) where a plane does not fit v9's 32-bit offsets;
 //   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;

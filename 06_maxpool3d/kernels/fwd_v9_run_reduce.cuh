@@ -10,11 +10,12 @@
 // NCDHW, windows whose cells are one contiguous run of each plane: kW = W with no padding along W,
 // and either kH = H with no padding along H, or kD = 1 (global pooling is the common case: the
 // window is the whole volume). G lanes (a power of two up to 32) share one window; lane r loads
-// the run's pieces r, r + G, r + 2G, ..., so a warp's load covers 32 consecutive pieces, 512
-// bytes, and a lane owns up to 8 loads in flight, spread over P windows when a window has fewer
-// pieces than 8 G. Each lane scans its pieces in order with PyTorch's rule, and the G lanes merge
-// with `outranks` in an XOR butterfly (v8's order: a maximum, whatever the grouping). A window's
-// cell is its offset in the run (kW = W, and kH = H or kD = 1, make scan order the memory order).
+// the run's pieces r, r + G, r + 2G, ..., so the lanes of a window read consecutive 16-byte
+// pieces, every sector whole, and a lane has at least 4 of them in flight (G = pieces / 4: 4 lanes
+// on a run of 64 floats, 32 on a run of 512). Each lane scans its pieces in order with PyTorch's
+// rule, and the G lanes merge with `outranks` in an XOR butterfly (v8's order: a maximum, whatever
+// the grouping). A window's cell is its offset in the run (kW = W, and kH = H or kD = 1, make scan
+// order the memory order).
 //
 // NDHWC, any undilated window: a block takes one output position and CW groups of V channels
 // (CW lanes, 8 to 32), and splits the window's cells over R = 256 / CW rows of threads: row g
@@ -23,9 +24,22 @@
 // blocks for two waves of the device, so a few large windows (256 planes of 8^3) still fill it.
 //
 // Prediction: both layouts read each input byte once in fully used sectors with 8 loads in flight
-// per thread and few registers; on the memory-bound suite cases with windows of 64 and 512 cells,
-// near the copy ceiling (>= 0.85). SASS: LDG.E.128 in both, SHFL.BFLY in NCDHW, BAR in NDHWC
-// (tests/test_sass.cpp).
+// per thread; on the memory-bound suite cases with windows of 64 and 512 cells, near the copy
+// ceiling (>= 0.85). SASS: LDG.E.128 in both, SHFL.BFLY in NCDHW, BAR in NDHWC (tests/test_sass.cpp).
+//
+// Measured, first form (H100, results/forms/fourth.*): in NCDHW the first form gave a window
+// G = pieces lanes (at most 32) and, where that left a lane 2 pieces or fewer, 4 windows per lane.
+// On runs of 512 floats (256 planes of 8^3, kernel 8) 0.849 of copy against v8's 0.735: 52.0 us,
+// DRAM 78.5 % busy, 35.9 M warp instructions. On runs of 64 (1024 x 512 planes of 4^3, kernel 4)
+// 0.343 against v8's 0.790: 16 lanes per window and 4 windows per lane cost 68.2 M warp
+// instructions (the butterfly's 4 rounds for each of the 4 windows, about 1040 per warp) in 97
+// registers, 23.5 % of the warps resident, DRAM 31 % busy: bound by its instructions. Hence G =
+// pieces / 4 (the 512-float runs keep their 32 lanes; the 64-float runs get 4 lanes, 8 windows
+// per warp, 2 butterfly rounds). In NDHWC 0.812 of copy on 4^3 with kernel 4 (v7 0.810), 0.794 on
+// 8^3 with kernel 8 (v8 0.672), 0.797 on 2 x 64 x 64^3 with kernel 8 (v8 0.678): 53.6 to 55.2 us,
+// DRAM 74 to 77 % busy, 80 registers, 36 % of the warps resident, 13 to 24 % of the cycles at the
+// block's barrier. Not the ceiling: the blocks are short (8 to 16 loads per thread, then the
+// merge), and the merge's barrier and one-thread-per-channel loop leave the loads idle.
 #pragma once
 
 #include "kernels/fwd_v8_wide_loads.cuh"  // take, combine_lanes, pow2_at_most
@@ -40,90 +54,71 @@ inline bool window_is_one_run(const Window& w) {
 
 // ---- NCDHW ---------------------------------------------------------------------------------------
 
-// Thread (warp, lane): lane = group * G + r. Per round a warp takes (32 / G) * P consecutive
-// outputs: output u * (32 / G) + group of the round is this group's u-th. Every lane of a warp
-// runs the same rounds (the butterfly needs all 32).
-template <int V, int P, class T>
+// Thread (warp, lane): lane = group * G + r. Per round a warp takes 32 / G consecutive outputs,
+// output `group` of the round is this group's. Every lane of a warp runs the same rounds (the
+// butterfly needs all 32).
+template <int V, class T>
 __global__ void __launch_bounds__(256) fwd_v9_runs_kernel(ForwardArgs<T> a, int groups_log2, int pieces,
                                                          FastDiv by_oh, FastDiv by_od) {
   using Pack = tut::ew::Packed<T, V>;
-  constexpr int kLoads = kBatch / P;  // pieces of one window a lane loads per batch
   const Window& w = a.w;
   const int G = 32 >> groups_log2, lane = static_cast<int>(threadIdx.x) & 31, r = lane & (G - 1),
             group = lane / G;
-  const std::int64_t total = w.out_numel(), plane = w.in_plane(), per_round = static_cast<std::int64_t>(32 / G) * P;
+  const std::int64_t total = w.out_numel(), plane = w.in_plane(), per_round = 32 / G;
   const bool narrow = total <= kMaxInt32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
   for (std::int64_t base = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32 * per_round;
        base < total; base += warps * per_round) {
-    const T* x[P];
-    int lo[P], count[P], first[P];  // the run's inside part: its first flat index, pieces, first cell
-    T best[P];
-    int cell[P];
+    const std::int64_t o = base + group;
+    const T* x = a.x;
+    int lo = 0, count = 0, first = 0;  // the run's inside part: its first flat index, pieces, first cell
+    if (o < total) {
+      std::int64_t pl;
+      int od, oh;
+      if (narrow) {
+        const std::uint32_t q = by_oh.div(static_cast<std::uint32_t>(o));
+        oh = static_cast<int>(static_cast<std::uint32_t>(o) - q * w.oH);
+        const std::uint32_t q2 = by_od.div(q);
+        od = static_cast<int>(q - q2 * w.oD);
+        pl = q2;
+      } else {
+        oh = static_cast<int>(o % w.oH);
+        od = static_cast<int>(o / w.oH % w.oD);
+        pl = o / w.oH / w.oD;
+      }
+      const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1];
+      const int dlo = max(d0, 0), dhi = min(d0 + w.k[0], w.D), hlo = max(h0, 0), hhi = min(h0 + w.k[1], w.H);
+      const int start = (d0 * w.H + h0) * w.W;  // where cell 0 would be (in the padding if d0 or h0 < 0)
+      lo = (dlo * w.H + hlo) * w.W;
+      count = (((dhi - 1) * w.H + hhi) * w.W - lo) / V;  // every window holds a cell (window_of)
+      first = lo - start;
+      x = a.x + pl * plane + lo;
+    }
+    T best = lowest<T>();
+    int cell = -1;
+    for (int p0 = 0; p0 < pieces; p0 += kBatch * G) {
+      Pack v[kBatch];
 #pragma unroll
-    for (int u = 0; u < P; ++u) {
-      const std::int64_t o = base + static_cast<std::int64_t>(u) * (32 / G) + group;
-      best[u] = lowest<T>();
-      cell[u] = -1;
-      count[u] = 0;
-      lo[u] = 0;
-      first[u] = 0;
-      x[u] = a.x;
-      if (o < total) {
-        std::int64_t pl;
-        int od, oh;
-        if (narrow) {
-          std::uint32_t q = by_oh.div(static_cast<std::uint32_t>(o));
-          oh = static_cast<int>(static_cast<std::uint32_t>(o) - q * w.oH);
-          const std::uint32_t q2 = by_od.div(q);
-          od = static_cast<int>(q - q2 * w.oD);
-          pl = q2;
-        } else {
-          oh = static_cast<int>(o % w.oH);
-          od = static_cast<int>(o / w.oH % w.oD);
-          pl = o / w.oH / w.oD;
+      for (int b = 0; b < kBatch; ++b) {
+        const int piece = p0 + b * G + r;
+        if (piece < count) v[b] = *reinterpret_cast<const Pack*>(x + static_cast<std::int64_t>(piece) * V);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int piece = p0 + b * G + r;
+        if (piece < count) {
+#pragma unroll
+          for (int l = 0; l < V; ++l) take(v[b].elem[l], first + piece * V + l, best, cell);
         }
-        const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1];
-        const int dlo = max(d0, 0), dhi = min(d0 + w.k[0], w.D), hlo = max(h0, 0), hhi = min(h0 + w.k[1], w.H);
-        const int start = (d0 * w.H + h0) * w.W;  // where cell 0 would be (in the padding if d0 or h0 < 0)
-        lo[u] = (dlo * w.H + hlo) * w.W;
-        count[u] = ((dhi - 1) * w.H + hhi) * w.W - lo[u];  // every window holds a cell (window_of)
-        count[u] /= V;
-        first[u] = lo[u] - start;
-        x[u] = a.x + pl * plane + lo[u];
       }
     }
-    for (int p0 = 0; p0 < pieces; p0 += kLoads * G) {
-      Pack v[P][kLoads];
-#pragma unroll
-      for (int u = 0; u < P; ++u)
-#pragma unroll
-        for (int b = 0; b < kLoads; ++b) {
-          const int piece = p0 + b * G + r;
-          if (piece < count[u]) v[u][b] = *reinterpret_cast<const Pack*>(x[u] + static_cast<std::int64_t>(piece) * V);
-        }
-#pragma unroll
-      for (int u = 0; u < P; ++u)
-#pragma unroll
-        for (int b = 0; b < kLoads; ++b) {
-          const int piece = p0 + b * G + r;
-          if (piece < count[u]) {
-#pragma unroll
-            for (int l = 0; l < V; ++l) take(v[u][b].elem[l], first[u] + piece * V + l, best[u], cell[u]);
-          }
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < P; ++u) {
-      combine_lanes(best[u], cell[u], G);
-      const std::int64_t o = base + static_cast<std::int64_t>(u) * (32 / G) + group;
-      if (r == 0 && o < total) {
-        a.y[o] = best[u];
-        if (w.indices == IndexFormat::int64) a.index[o] = static_cast<std::int64_t>(lo[u] - first[u]) + cell[u];
-        else if (w.indices == IndexFormat::compact) {
-          if (w.compact8()) a.offset8[o] = static_cast<std::uint8_t>(cell[u]);
-          else a.offset16[o] = static_cast<std::int16_t>(cell[u]);
-        }
+    combine_lanes(best, cell, G);
+    if (r == 0 && o < total) {
+      a.y[o] = best;
+      if (w.indices == IndexFormat::int64) a.index[o] = static_cast<std::int64_t>(lo - first) + cell;
+      else if (w.indices == IndexFormat::compact) {
+        if (w.compact8()) a.offset8[o] = static_cast<std::uint8_t>(cell);
+        else a.offset16[o] = static_cast<std::int16_t>(cell);
       }
     }
   }
@@ -238,17 +233,9 @@ int fwd_v9_piece(const ForwardArgs<T>& a) {
   return 1;
 }
 
-// Lanes per window (G) and windows per lane (P) for runs of `pieces` pieces: G the largest power
-// of two <= pieces, at most 32; P = 4 when a lane has at most 2 pieces of a window, else 1.
-struct V9Shape {
-  int G = 32, P = 1;
-};
-inline V9Shape fwd_v9_shape(int pieces) {
-  V9Shape s;
-  s.G = pow2_at_most(pieces, 32);
-  s.P = (pieces + s.G - 1) / s.G <= 2 ? 4 : 1;
-  return s;
-}
+// Lanes per window: the largest power of two <= pieces / 4, at most 32, so that a lane has at
+// least 4 pieces of its window in flight (a run of 64 floats: 4 lanes; of 512: 32, 4 pieces each).
+inline int fwd_v9_lanes(int pieces) { return pow2_at_most(std::max(1, pieces / 4), 32); }
 
 // NDHWC: CW column lanes per row (32, 16 or 8, at most the channel groups rounded up to a power of
 // two), halved while the blocks would not fill two waves of 8 blocks per SM; R = 256 / CW rows, at
@@ -279,17 +266,17 @@ void fwd_v9_run_reduce(cudaStream_t s, const ForwardArgs<T>& a) {
   if (w.layout == Layout::ncdhw) {
     const int V = fwd_v9_piece(a);
     const int pieces = w.k[0] * w.k[1] * (w.W / V);  // the longest run, in pieces (W % V == 0)
-    const V9Shape sh = fwd_v9_shape(pieces);
+    const int G = fwd_v9_lanes(pieces);
     int log2 = 0;
-    while ((32 >> log2) != sh.G) ++log2;
+    while ((32 >> log2) != G) ++log2;
     const bool narrow = w.out_numel() <= kMaxInt32;
     const FastDiv oh = narrow ? FastDiv(w.oH) : FastDiv(), od = narrow ? FastDiv(w.oD) : FastDiv();
-    const std::int64_t warps = (w.out_numel() + (32 / sh.G) * sh.P - 1) / ((32 / sh.G) * sh.P);
+    const std::int64_t warps = (w.out_numel() + (32 / G) - 1) / (32 / G);
     const unsigned grid = grid_for(warps * 32, 256, "fwd_v9_run_reduce");
     const auto go = [&](auto kernel) { kernel<<<grid, 256, 0, s>>>(a, log2, pieces, oh, od); };
-    if (V == kV) sh.P == 4 ? go(fwd_v9_runs_kernel<kV, 4, T>) : go(fwd_v9_runs_kernel<kV, 1, T>);
-    else if (V == 2) sh.P == 4 ? go(fwd_v9_runs_kernel<2, 4, T>) : go(fwd_v9_runs_kernel<2, 1, T>);
-    else sh.P == 4 ? go(fwd_v9_runs_kernel<1, 4, T>) : go(fwd_v9_runs_kernel<1, 1, T>);
+    if (V == kV) go(fwd_v9_runs_kernel<kV, T>);
+    else if (V == 2) go(fwd_v9_runs_kernel<2, T>);
+    else go(fwd_v9_runs_kernel<1, T>);
   } else {
     const int V = fwd_v8_pack(a);  // v7's pack rule: C a multiple of V, x and y aligned
     int dev = 0, sms = 0;
@@ -310,8 +297,8 @@ void fwd_v9_run_reduce(cudaStream_t s, const ForwardArgs<T>& a) {
 template <class T>
 std::vector<const void*> fwd_v9_kernels() {
   constexpr int kV = 16 / sizeof(T);
-  return {TUT_KERNEL(fwd_v9_runs_kernel<kV, 4, T>), TUT_KERNEL(fwd_v9_runs_kernel<kV, 1, T>),
-          TUT_KERNEL(fwd_v9_runs_kernel<1, 1, T>), TUT_KERNEL(fwd_v9_columns_kernel<kV, T>),
+  return {TUT_KERNEL(fwd_v9_runs_kernel<kV, T>), TUT_KERNEL(fwd_v9_runs_kernel<1, T>),
+          TUT_KERNEL(fwd_v9_columns_kernel<kV, T>),
           TUT_KERNEL(fwd_v9_columns_kernel<1, T>)};
 }
 

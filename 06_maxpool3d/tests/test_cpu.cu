@@ -363,21 +363,21 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v13 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v14 in NDHWC with <= 2 outputs per axis, v9 where they overlap a little, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v13 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v14 in NDHWC with <= 2 outputs per axis, v9 where they overlap a little, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
-  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v13_prefetch_rows);      // 8 cells per output
-  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v13_prefetch_rows);
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output: chunks span 2 outputs
+  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
   CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);        // 512
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v13_prefetch_rows);       // 64
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
   CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v13_prefetch_rows);  // one channel
-  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v13_prefetch_rows);        // gaps between windows, 27
-  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v13_prefetch_rows);  // span 3 <= stride 3
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
+  CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1}, {1}, "NDHWC")) == BwdPick::v14_channel_gather);  // 2 per axis
@@ -539,55 +539,48 @@ TEST_CASE("bwd v10's items, run on the host thread by thread: every dx element w
   CHECK(widths[1] >= 2);
 }
 
-TEST_CASE("bwd v13's pipelined items, run on the host thread by thread: every dx element written, v1's bits") {
-  // v10's cases; each thread fetches its next item before writing the current one, as the kernel
-  // does (one block here, so a thread's items step by items_per_block).
+TEST_CASE("bwd v13's threads, run on the host one after another: every dx element written, v1's bits") {
+  // v10's cases, each run with the kernel's thread function over grids of 1 and 3 blocks: the teams
+  // (R threads splitting an item's rows), the prefetched next item, and the one-output chunks.
   auto cases = host_backward_cases();
-  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}}})
+  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}},
+                                              {{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}}})
     for (const char* idx : {"int64", "compact"}) {
       s.indices = idx;
       cases.push_back(ch06::make_pool_case(s, true));
     }
-  int ran = 0;
-  for (const auto& c : cases) {
-    HostBackward hb(c);
-    if (!ch06::bwd_v13_refuses<float>(hb.w).empty()) continue;
-    INFO(c.name);
-    ++ran;
-    const auto a = hb.args();
-    const int V = ch06::bwd_v5_pack(a);
-    const auto ra = ch06::row_args<float>(hb.w, V);
-    const bool int64 = hb.w.indices == ch06::IndexFormat::int64;
-    const auto run = [&](auto v, auto i64) {
-      constexpr int kV = decltype(v)::value;
-      constexpr bool kI = decltype(i64)::value;
-      for (int t = 0; t < ch06::kRowBlock; ++t) {
-        const int sub = t / ra.lanes;
-        if (sub >= ra.items_per_block) continue;
-        for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
-          const auto col = ch06::row_column<kV>(a, ra, g);
-          if (sub >= ra.items) break;
-          ch06::RowItem<kV, float> cur, next;
-          ch06::fetch_item<kV, kI>(a, ra, col, sub, cur);
-          for (std::int64_t it = sub; it < ra.items; it += ra.items_per_block) {
-            const bool more = it + ra.items_per_block < ra.items;
-            if (more) ch06::fetch_item<kV, kI>(a, ra, col, it + ra.items_per_block, next);
-            ch06::write_rows<kV, kI>(a, col, cur);
-            if (more) cur = next;
-          }
-        }
-      }
-    };
-    const auto width = [&](auto i64) {
-      if (V == 4) run(std::integral_constant<int, 4>{}, i64);
-      else if (V == 2) run(std::integral_constant<int, 2>{}, i64);
-      else run(std::integral_constant<int, 1>{}, i64);
-    };
-    if (int64) width(std::true_type{});
-    else width(std::false_type{});
-    CHECK(hb.same_bits());
-  }
-  CHECK(ran >= 10);
+  int ran = 0, teams = 0, one = 0;
+  for (const auto& c : cases)
+    for (std::int64_t grid : {1, 3}) {
+      HostBackward hb(c);
+      if (!ch06::bwd_v13_refuses<float>(hb.w).empty()) continue;
+      INFO(c.name);
+      ++ran;
+      const auto a = hb.args();
+      const int V = ch06::bwd_v5_pack(a);
+      const auto pa = ch06::prefetch_args<float>(hb.w, V);
+      CHECK(pa.ra.lanes * pa.R * pa.teams_per_block <= ch06::kRowBlock);
+      teams += pa.R > 1;
+      const bool int64 = hb.w.indices == ch06::IndexFormat::int64, o1 = ch06::chunk_in_one_output(hb.w, V);
+      one += o1 && V > 1;
+      const auto run = [&](auto v, auto i64, auto ko) {
+        constexpr int kV = decltype(v)::value;
+        constexpr bool kI = decltype(i64)::value, kO = decltype(ko)::value;
+        for (std::int64_t blk = 0; blk < grid; ++blk)
+          for (int t = 0; t < ch06::kRowBlock; ++t) ch06::prefetch_rows_thread<kV, kI, kO>(a, pa, t, blk, grid);
+      };
+      const auto width = [&](auto i64) {
+        if (V == 4) o1 ? run(std::integral_constant<int, 4>{}, i64, std::true_type{}) : run(std::integral_constant<int, 4>{}, i64, std::false_type{});
+        else if (V == 2) o1 ? run(std::integral_constant<int, 2>{}, i64, std::true_type{}) : run(std::integral_constant<int, 2>{}, i64, std::false_type{});
+        else run(std::integral_constant<int, 1>{}, i64, std::true_type{});
+      };
+      if (int64) width(std::true_type{});
+      else width(std::false_type{});
+      CHECK(hb.same_bits());
+    }
+  CHECK(ran >= 20);
+  CHECK(teams >= 2);
+  CHECK(one >= 2);
 }
 
 TEST_CASE("bwd v11, run on the host element by element: v1's bits; it takes at most 3 outputs per axis, undilated") {
