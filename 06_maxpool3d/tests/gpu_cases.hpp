@@ -93,6 +93,7 @@ inline std::vector<tut::Case> backward_cases() {
       {{2, 3, 11, 12, 13}, {2}, {4}, {1}, {2}},    // dilated windows that do not overlap (v3)
       {{2, 3, 9, 10, 11}, {3, 4, 5}, {1, 1, 1}, {1, 2, 2}},  // v4 with a bit per (D, H) slot (60 outputs)
       {{2, 8, 8, 10, 12}, {2}, {3}, {1}},          // gaps between windows, C = 8 (v3's 16-byte stores)
+      {{2, 3, 8, 8, 16}, {2, 2, 4}, {2, 2, 4}, {0}},  // 4-element chunks in one output, rows split (v13)
   };
   std::vector<tut::Case> out;
   int n = 0;

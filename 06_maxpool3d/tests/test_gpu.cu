@@ -65,6 +65,16 @@ const tut::Version<Inst>& version_named(const tut::Problem<Inst>& p, const std::
   throw std::out_of_range("no version " + name);
 }
 
+// A problem with only the named versions (the sanitizer runs of the newest rungs).
+template <class Inst>
+tut::Problem<Inst> only(tut::Problem<Inst> p, const std::set<std::string>& names) {
+  std::vector<tut::Version<Inst>> vs;
+  for (const auto& v : p.versions)
+    if (names.count(v.name)) vs.push_back(v);
+  p.versions = vs;
+  return p;
+}
+
 tut::CheckResult grade_wrong(ch06::FwdLaunch<float> launch, const tut::Case& c) {
   const auto v = ch06::forward_version<float>("wrong", "", launch, &ch06::takes_all, {});
   return tut::grade(ch06::maxpool3d_f32(), v, c);
@@ -87,6 +97,31 @@ TEST_SUITE("gpu") {
   }
   TEST_CASE("maxpool3d_backward_f32: both versions, both index formats, both layouts" * tut::needs_gpu()) {
     tut::check_cases(ch06::maxpool3d_backward_f32(), backward_cases());
+  }
+
+  TEST_CASE("newest rungs (fwd v9, bwd v13 and v14) and auto on moderate cases, every format and layout" *
+            tut::needs_gpu()) {
+    std::vector<tut::Case> fwd, bwd;
+    for (const char* layout : {"NCDHW", "NDHWC"})
+      for (const char* idx : kFormats) {
+        for (Spec s : std::vector<Spec>{{{64, 32, 4, 4, 4}, {4}, {4}, {0}},                 // one run of 64
+                                        {{3, 5, 10, 8, 12}, {3, 8, 12}, {2, 8, 12}, {1, 0, 0}},  // runs of planes, padded
+                                        {{2, 16, 16, 16, 16}, {8}, {8}, {0}}}) {           // 8 rows of 8 per window
+          s.layout = layout;
+          s.indices = idx;
+          fwd.push_back(ch06::make_pool_case(s, false));
+        }
+        if (std::string(idx) == "none") continue;
+        for (Spec s : std::vector<Spec>{{{2, 8, 16, 16, 32}, {8}, {8}, {0}},      // chunks in one output, 4 row splits
+                                        {{2, 8, 8, 14, 14}, {2}, {2}, {0}},       // 2-element chunks
+                                        {{2, 16, 8, 14, 14}, {3}, {2}, {1}}}) {   // overlap: v14 in NDHWC
+          s.layout = layout;
+          s.indices = idx;
+          bwd.push_back(ch06::make_pool_case(s, true));
+        }
+      }
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v9_run_reduce", "auto"}), fwd);
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v13_prefetch_rows", "v14_channel_gather", "auto"}), bwd);
   }
 
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
