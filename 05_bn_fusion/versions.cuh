@@ -33,6 +33,7 @@
 #include "kernels/fwd_v7_mask_bytes.cuh"
 #include "kernels/fwd_v8_cluster.cuh"
 #include "kernels/fwd_v9_two_launches.cuh"
+#include "kernels/fwd_v10_cluster_narrow.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -197,6 +198,13 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "statistics kernel, then the pass started early (dependent launch), x from L2",
                                             &fwd_v9_two_launches<T, kAdd>, &fwd_v9_scratch_bytes<T>,
                                             fwd_v9_kernels<T, kAdd>()));
+  {
+    auto v = fwd_version<T, kAdd>("v10_cluster_narrow",
+                                  "v8 with 8 packs per thread at most, 4 blocks per SM: narrower groups, more clusters",
+                                  &fwd_v10_cluster_narrow<T, kAdd>, &fwd_v8_scratch_bytes<T>, fwd_v10_kernels<T, kAdd>());
+    v.setup = [](ForwardInstance<T, kAdd>&, tut::Workspace&) { require_clusters("fwd_v10_cluster_narrow"); };
+    p.versions.push_back(std::move(v));
+  }
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

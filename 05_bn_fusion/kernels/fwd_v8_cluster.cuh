@@ -252,8 +252,9 @@ __device__ void block_columns(S (&w)[V], int P, S (*red)[kGroupSlots], S* out) {
 // the mask lies in one group: a half pack is one byte, two neighbouring float packs (lanes t and
 // t ^ 1, columns 2j and 2j + 1 of one row) are one byte, and bytes are stored whole (the GPU
 // stores bytes: no read-modify-write, no atomics). Otherwise write_mask_bits.
-template <class T, int V, int R, bool kAdd, bool kNchw, bool kBytes>
-__global__ void __launch_bounds__(kBlock, 2) fwd_v8_cluster_kernel(FwdArgs<T> a, ClusterPlan plan) {
+// kMinBlocks: the blocks per SM the registers are cut for (v8: 2, 128 registers; v10: 4, 64).
+template <class T, int V, int R, bool kAdd, bool kNchw, bool kBytes, int kMinBlocks = 2>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) fwd_v8_cluster_kernel(FwdArgs<T> a, ClusterPlan plan) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(!kNchw || V == 1, "NCHW walks single values");
   static_assert(!kBytes || V == 4 || V == 8, "bytes of the mask from packs of 4 or 8");

@@ -51,9 +51,9 @@
 namespace ch05 {
 
 inline constexpr int kFlatMaxC = 64;       // the flat walk: NHWC with C <= 64
-inline constexpr int kV9Blocks = 528;      // at least this many blocks when the rows allow
-inline constexpr int kV9MaxChunks = 1024;  // partials per channel at most (rows and nchw)
-inline constexpr int kV9FlatPartials = 8192;  // flat: Q * C at most (the pass's blocks merge them all)
+inline constexpr int kV9Blocks = 528;      // at most this many blocks, where the shape allows: one
+                                           // wave of 4 blocks of 256 threads per SM on the H100
+inline constexpr int kV9FlatPartials = 8192;  // flat: Q * C at most
 
 enum class V9Walk : int { flat = 0, rows = 1, nchw = 2 };
 
@@ -69,13 +69,14 @@ struct V9Plan {
   Divisor hw;
 };
 
-// Items a thread loads at once: in the statistics kernel (which also sets the plan's items per
-// thread), and in the pass, which keeps fewer so that 4 blocks of 256 threads fit on an SM
-// (64 registers).
+// Items a thread loads at once: 4 packs (or 8 single values) in both kernels, which with 64
+// registers let 4 blocks of 256 threads share an SM (1024 threads: 64 KB of loads in flight).
 template <int V>
-inline constexpr int kV9Items = V == 1 ? 16 : 8;
-template <int V>
-inline constexpr int kV9PassItems = 4;
+inline constexpr int kV9Items = V == 1 ? 8 : 4;
+// The pass of the flat walk on single values builds a word from 5 shuffles per item: 4 items (8
+// spilled).
+template <int V, V9Walk kWalk>
+inline constexpr int kV9PassItems = V == 1 && kWalk == V9Walk::flat ? 4 : kV9Items<V>;
 
 // `packs`: x, y (and r) 16-byte aligned.
 inline V9Plan v9_plan(const Shape4& s, bool packs, int Vp) {
@@ -89,10 +90,8 @@ inline V9Plan v9_plan(const Shape4& s, bool packs, int Vp) {
     p.units = n / p.V;
     const std::int64_t per_step = static_cast<std::int64_t>(kBlock) * p.V;
     const std::int64_t unit = s.C / std::gcd(s.C, per_step);  // Q a multiple of it: the step a multiple of C
-    const int R = p.V == 1 ? kV9Items<1> : kV9Items<4>;
-    std::int64_t Q = std::max(cdiv(p.units, static_cast<std::int64_t>(kBlock) * R),
-                              std::min<std::int64_t>(kV9Blocks, cdiv(p.units, kBlock)));
-    Q = cdiv(Q, unit) * unit;
+    const std::int64_t most = std::max(unit, kV9Blocks / unit * unit);
+    std::int64_t Q = std::min(most, cdiv(cdiv(p.units, kBlock), unit) * unit);  // no block without a pack
     Q = std::min(Q, std::max(unit, kV9FlatPartials / s.C / unit * unit));
     p.Q = Q;
     p.groups = 1;
@@ -118,11 +117,8 @@ inline V9Plan v9_plan(const Shape4& s, bool packs, int Vp) {
     p.groups = cdiv(s.C, static_cast<std::int64_t>(p.P) * p.V);
   }
   p.L = kBlock / p.P;
-  const int R = p.V == 1 ? kV9Items<1> : kV9Items<4>;
   const std::int64_t steps = cdiv(M, p.L);  // row steps of one block
-  std::int64_t Q = cdiv(steps, R);
-  if (p.groups * Q < kV9Blocks) Q = std::min(cdiv(kV9Blocks, p.groups), steps);
-  p.Q = std::clamp<std::int64_t>(Q, 1, kV9MaxChunks);
+  p.Q = std::clamp<std::int64_t>(kV9Blocks / p.groups, 1, steps);
   p.items = cdiv(M, static_cast<std::int64_t>(p.L) * p.Q);
   return p;
 }
@@ -136,6 +132,40 @@ __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+
+// Chan's merge with the weight b.n / n by __fdividef (2 ulp; the count is exact in float up to
+// 2^24 and its ratio needs no correctly rounded division). The merges below run in chains of a
+// few per thread; merge()'s IEEE division has a slow path the compiler keeps beside every one.
+__device__ __forceinline__ Welford merge_fast(Welford a, Welford b) {
+  const float n = a.n + b.n;
+  if (n == 0.0f) return a;
+  const float d = b.mean - a.mean, wb = __fdividef(b.n, n);
+  return {n, fmaf(d, wb, a.mean), a.m2 + b.m2 + d * d * a.n * wb};
+}
+
+// The block's merge of `width` channels (width <= 64), channel i's values get(i, j) for j <
+// count(i): thread t takes channel i = t % width and every S-th value from t / width (S = 256 /
+// width threads per channel, every load issued before its merge), then a tree over the S shares
+// in shared memory. Every thread calls it; red[i] holds channel i's total on return. The order of
+// the merges depends only on width and the counts, so every block merges the same values in the
+// same order.
+template <class Count, class Get>
+__device__ __forceinline__ void block_merge(int width, Count count, Get get, Welford* red) {
+  const int t = static_cast<int>(threadIdx.x), S = kBlock / width, i = t % width, s = t / width;
+  if (s < S) {
+    Welford acc = {0.0f, 0.0f, 0.0f};
+    const int n = count(i);
+    for (int j = s; j < n; j += S) acc = merge_fast(acc, get(i, j));
+    red[t] = acc;
+  }
+  __syncthreads();
+  int h = 1;
+  while (h < S) h <<= 1;
+  for (h >>= 1; h >= 1; h >>= 1) {
+    if (s < h && s + h < S) red[t] = merge_fast(red[t], red[t + h * width]);
+    __syncthreads();
+  }
 }
 
 // Where this thread walks: units first + i * step (i < items), below `limit`; c_first, the first
@@ -189,7 +219,7 @@ __device__ __forceinline__ std::int64_t v9_index(const Shape4& s, const V9Plan& 
 // deviations, merged into the thread's V triples), the block's merge per channel, one triple per
 // channel to partials[c * Q + q].
 template <class T, int V, int R, V9Walk kWalk>
-__global__ void __launch_bounds__(kBlock) fwd_v9_stats_kernel(FwdArgs<T> a, V9Plan plan, Welford* partials) {
+__global__ void __launch_bounds__(kBlock, 4) fwd_v9_stats_kernel(FwdArgs<T> a, V9Plan plan, Welford* partials) {
   pdl_launch_dependents();  // the pass's blocks may start as soon as all of these run
   const V9Walker wk = v9_walker<kWalk>(a.s, plan, V);
   Welford w[V];
@@ -213,7 +243,7 @@ __global__ void __launch_bounds__(kBlock) fwd_v9_stats_kernel(FwdArgs<T> a, V9Pl
       CH05_UNROLL
       for (int i = 0; i < R; ++i)
         if (i < cnt) sum += to_float(xs[i].elem[k]);
-      const float nb = static_cast<float>(cnt), mean = sum / nb;
+      const float nb = static_cast<float>(cnt), mean = __fdividef(sum, nb);
       float m2 = 0.0f;
       CH05_UNROLL
       for (int i = 0; i < R; ++i)
@@ -221,26 +251,24 @@ __global__ void __launch_bounds__(kBlock) fwd_v9_stats_kernel(FwdArgs<T> a, V9Pl
           const float d = to_float(xs[i].elem[k]) - mean;
           m2 = fmaf(d, d, m2);
         }
-      w[k] = merge(w[k], Welford{nb, mean, m2});
+      w[k] = merge_fast(w[k], Welford{nb, mean, m2});
     }
   }
   const int t = static_cast<int>(threadIdx.x);
   if constexpr (kWalk == V9Walk::flat) {
     // Slot o = t * V + k of this block holds channel (q * 256 * V + o) % C.
     __shared__ Welford slots[kBlock * V];
+    __shared__ Welford red[kBlock];
     CH05_UNROLL
     for (int k = 0; k < V; ++k) slots[t * V + k] = w[k];
     __syncthreads();
-    const std::int64_t C = a.s.C;
-    const std::int64_t base = (wk.q * kBlock * V) % C;
-    const int lane = t & 31, warp = t >> 5;
-    for (std::int64_t c = warp; c < C; c += kWarps) {
-      const std::int64_t o0 = (c - base + C) % C;
-      Welford acc = {0.0f, 0.0f, 0.0f};
-      for (std::int64_t o = o0 + lane * C; o < kBlock * V; o += 32 * C) acc = merge(acc, slots[o]);
-      acc = warp_reduce(acc);
-      if (lane == 0) partials[c * plan.Q + wk.q] = acc;
-    }
+    const int C = static_cast<int>(a.s.C);
+    const int base = static_cast<int>((wk.q * kBlock * V) % C);
+    const auto first_slot = [&](int c) { return c >= base ? c - base : c - base + C; };
+    block_merge(
+        C, [&](int c) { return (kBlock * V - first_slot(c) + C - 1) / C; },
+        [&](int c, int j) { return slots[first_slot(c) + j * C]; }, red);
+    if (t < C) partials[static_cast<std::int64_t>(t) * plan.Q + wk.q] = red[t];
   } else {
     __shared__ Welford red[kWarps][kGroupSlots];
     __shared__ Welford part[kGroupSlots];
@@ -261,15 +289,24 @@ __global__ void __launch_bounds__(kBlock, 4) fwd_v9_apply_kernel(FwdArgs<T> a, V
   static_assert(!kBytes || (kWalk == V9Walk::rows && (V == 4 || V == 8)), "whole bytes from row packs of 4 or 8");
   __shared__ float s_mean[kFlatMaxC], s_scale[kFlatMaxC], s_shift[kFlatMaxC];
   const V9Walker wk = v9_walker<kWalk>(a.s, plan, V);
-  const int t = static_cast<int>(threadIdx.x), lane = t & 31, warp = t >> 5;
+  const int t = static_cast<int>(threadIdx.x), lane = t & 31;
   const std::int64_t C = a.s.C;
   const int width = kWalk == V9Walk::flat ? static_cast<int>(C) : plan.P * V;
+  __shared__ Welford red[kBlock];
+  const auto channel = [&](int i) -> std::int64_t {
+    return kWalk == V9Walk::flat ? i : (kWalk == V9Walk::nchw ? wk.g : wk.g * width + i);
+  };
+  const int Q = static_cast<int>(plan.Q);
   pdl_wait();  // the statistics kernel has finished; its partials are visible
-  for (int i = warp; i < width; i += kWarps) {
-    const std::int64_t c = kWalk == V9Walk::flat ? i : (kWalk == V9Walk::nchw ? wk.g : wk.g * width + i);
+  block_merge(
+      width, [&](int i) { return channel(i) < C ? Q : 0; },
+      [&](int i, int j) { return load_partial(partials + channel(i) * Q + j); }, red);
+  {
+    const int i = t;
+    const std::int64_t c = i < width ? channel(i) : C;
     if (c < C) {
-      const Welford tot = warp_merge_partials(partials, c, static_cast<int>(plan.Q));
-      if (lane == 0) {
+      const Welford tot = red[i];
+      {
         const float Mf = static_cast<float>(a.s.per_channel());
         const float invstd = 1.0f / sqrtf(tot.m2 / Mf + a.eps);
         s_mean[i] = tot.mean;
@@ -286,10 +323,11 @@ __global__ void __launch_bounds__(kBlock, 4) fwd_v9_apply_kernel(FwdArgs<T> a, V
   }
   __syncthreads();
   float mean[V], scale[V], shift[V];
+  const int slot0 = kWalk == V9Walk::flat ? static_cast<int>((wk.first * V) % C) : 0;
   CH05_UNROLL
   for (int k = 0; k < V; ++k) {
     int s = 0;
-    if constexpr (kWalk == V9Walk::flat) s = static_cast<int>((wk.first * V + k) % C);
+    if constexpr (kWalk == V9Walk::flat) s = (slot0 + k) % static_cast<int>(C);
     else if constexpr (kWalk == V9Walk::rows) s = wk.ok ? wk.col * V + k : 0;
     mean[k] = s_mean[s];
     scale[k] = s_scale[s];
@@ -382,7 +420,7 @@ void fwd_v9_launch(cudaStream_t st, const FwdArgs<T>& a, const V9Plan& plan, Wel
   cfg.attrs = attr;
   cfg.numAttrs = pdl_supported() ? 1 : 0;
   const Welford* cpartials = partials;
-  TUT_CUDA(cudaLaunchKernelEx(&cfg, &fwd_v9_apply_kernel<T, V, kV9PassItems<V>, kAdd, kWalk, kBytes>, a, plan, cpartials));
+  TUT_CUDA(cudaLaunchKernelEx(&cfg, &fwd_v9_apply_kernel<T, V, kV9PassItems<V, kWalk>, kAdd, kWalk, kBytes>, a, plan, cpartials));
 }
 
 template <class T, bool kAdd>
@@ -418,16 +456,16 @@ template <class T, bool kAdd>
 std::vector<const void*> fwd_v9_kernels() {
   constexpr int Vp = kPack<T>;
   return {TUT_KERNEL(fwd_v9_stats_kernel<T, Vp, kV9Items<Vp>, V9Walk::flat>),
-          TUT_KERNEL(fwd_v9_apply_kernel<T, Vp, kV9PassItems<Vp>, kAdd, V9Walk::flat, false>),
+          TUT_KERNEL(fwd_v9_apply_kernel<T, Vp, kV9PassItems<Vp, V9Walk::flat>, kAdd, V9Walk::flat, false>),
           TUT_KERNEL(fwd_v9_stats_kernel<T, 1, kV9Items<1>, V9Walk::flat>),
-          TUT_KERNEL(fwd_v9_apply_kernel<T, 1, kV9PassItems<1>, kAdd, V9Walk::flat, false>),
+          TUT_KERNEL(fwd_v9_apply_kernel<T, 1, kV9PassItems<1, V9Walk::flat>, kAdd, V9Walk::flat, false>),
           TUT_KERNEL(fwd_v9_stats_kernel<T, Vp, kV9Items<Vp>, V9Walk::rows>),
-          TUT_KERNEL(fwd_v9_apply_kernel<T, Vp, kV9PassItems<Vp>, kAdd, V9Walk::rows, true>),
-          TUT_KERNEL(fwd_v9_apply_kernel<T, Vp, kV9PassItems<Vp>, kAdd, V9Walk::rows, false>),
+          TUT_KERNEL(fwd_v9_apply_kernel<T, Vp, kV9PassItems<Vp, V9Walk::rows>, kAdd, V9Walk::rows, true>),
+          TUT_KERNEL(fwd_v9_apply_kernel<T, Vp, kV9PassItems<Vp, V9Walk::rows>, kAdd, V9Walk::rows, false>),
           TUT_KERNEL(fwd_v9_stats_kernel<T, 1, kV9Items<1>, V9Walk::rows>),
-          TUT_KERNEL(fwd_v9_apply_kernel<T, 1, kV9PassItems<1>, kAdd, V9Walk::rows, false>),
+          TUT_KERNEL(fwd_v9_apply_kernel<T, 1, kV9PassItems<1, V9Walk::rows>, kAdd, V9Walk::rows, false>),
           TUT_KERNEL(fwd_v9_stats_kernel<T, 1, kV9Items<1>, V9Walk::nchw>),
-          TUT_KERNEL(fwd_v9_apply_kernel<T, 1, kV9PassItems<1>, kAdd, V9Walk::nchw, false>)};
+          TUT_KERNEL(fwd_v9_apply_kernel<T, 1, kV9PassItems<1, V9Walk::nchw>, kAdd, V9Walk::nchw, false>)};
 }
 
 }  // namespace ch05

@@ -484,6 +484,16 @@ TEST_CASE("v8's cut: every element once, by one cluster, at most 32 channels eac
   const ClusterPlan f = cluster_plan(s, 4, kFwdRegItems<4>), b = cluster_plan(s, 4, kBwdRegItems<4>);
   CHECK((f.P == 8 && f.K == 8 && f.groups == 32 && f.items == 13));
   CHECK((b.P == 4 && b.K == 8 && b.groups == 64 && b.items == 7));
+  // v10, at most 8 packs (16 values) per thread: the forward's cut at 64x1024x7x7 NHWC float is the
+  // backward's above; in half, 32 clusters of 4 packs of 8; at 4x33x17x19 NHWC (single values),
+  // 3 clusters of 16 channels with 11 values per thread (v8: 2 of 32 with 21).
+  const ClusterPlan n = cluster_plan(s, 4, kNarrowItems<4>), h = cluster_plan(s, 8, kNarrowItems<8>);
+  CHECK((n.P == 4 && n.K == 8 && n.groups == 64 && n.items == 7));
+  CHECK((h.P == 4 && h.K == 8 && h.groups == 32 && h.items == 7));
+  const Shape4 tiny{4, 33, 17 * 19, Layout::nhwc};
+  const ClusterPlan t = cluster_plan(tiny, 1, kNarrowItems<1>), t8 = cluster_plan(tiny, 1, kFwdRegItems<1>);
+  CHECK((t.P == 16 && t.K == 8 && t.groups == 3 && t.items == 11));
+  CHECK((t8.P == 32 && t8.K == 8 && t8.groups == 2 && t8.items == 21));
 }
 
 TEST_CASE("v9's walks: every element once; flat, one channel per slot and whole mask words per lane group") {
@@ -545,10 +555,10 @@ TEST_CASE("v9's walks: every element once; flat, one channel per slot and whole 
           CHECK(split_words == 0);
           CHECK(std::count(seen.begin(), seen.end(), 1) == s.numel());
         }
-  // 64x1024x7x7 NHWC float: rows, 32 groups of 32 channels, 17 blocks each (544), 6 packs per
+  // 64x1024x7x7 NHWC float: rows, 32 groups of 32 channels, 16 blocks each (512), 7 packs per
   // thread; 8x3x224x224 NHWC float: flat, 528 blocks; 4x33x17x19 NHWC float: flat, 66 blocks.
   const V9Plan a = v9_plan(Shape4{64, 1024, 49, Layout::nhwc}, true, 4);
-  CHECK((a.walk == V9Walk::rows && a.P == 8 && a.groups == 32 && a.Q == 17 && a.items == 6));
+  CHECK((a.walk == V9Walk::rows && a.P == 8 && a.groups == 32 && a.Q == 16 && a.items == 7));
   const V9Plan b = v9_plan(Shape4{8, 3, 224 * 224, Layout::nhwc}, true, 4);
   CHECK((b.walk == V9Walk::flat && b.V == 4 && b.Q == 528));
   const V9Plan c = v9_plan(Shape4{4, 33, 17 * 19, Layout::nhwc}, true, 4);

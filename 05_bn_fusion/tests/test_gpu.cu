@@ -99,8 +99,8 @@ std::vector<tut::Case> v8_shapes(const tut::Problem<Inst>& p) {
 }
 
 template <class Inst>
-void check_v8(const tut::Problem<Inst>& p) {
-  const auto q = only(p, "v8_cluster");
+void check_v8(const tut::Problem<Inst>& p, const char* name = "v8_cluster") {
+  const auto q = only(p, name);
   tut::check_cases(q, v8_shapes(p));
   tut::check_offsets(q, small_shapes(p));
 }
@@ -209,6 +209,13 @@ TEST_SUITE("gpu") {
     check_v8(bn_relu_backward_f16());
     check_v8(bn_add_relu_f16());
     check_v8(bn_add_relu_backward_f16());
+  }
+
+  TEST_CASE("v10_cluster_narrow: every forward, v8's shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    check_v8(bn_relu_f32(), "v10_cluster_narrow");
+    check_v8(bn_add_relu_f32(), "v10_cluster_narrow");
+    check_v8(bn_relu_f16(), "v10_cluster_narrow");
+    check_v8(bn_add_relu_f16(), "v10_cluster_narrow");
   }
 
   TEST_CASE("v9_two_launches: every forward, every shape, both layouts, operands moved" * tut::needs_gpu()) {

@@ -188,13 +188,13 @@ TEST_CASE("v8: each thread's packs loaded into registers at once, one cluster ba
           doctest::skip(kNoCuobjdump)) {
   // The forward's float NHWC kernel with whole mask bytes: 16 packs of x in registers (16 loads of
   // 16 bytes before the pass), the mask as byte stores, no __match_any_sync.
-  const auto& f = kernel("fwd_v8_cluster_kernel<float, 4, 16, false, false, true>");
+  const auto& f = kernel("fwd_v8_cluster_kernel<float, 4, 16, false, false, true, 2>");
   CHECK(tut::count_memory_ops(f, "LDG", 128) >= 16);
   CHECK(tut::count_memory_ops(f, "STG", 8) >= 1);
   CHECK(tut::count_opcode(f, "MATCH") == 0);
   CHECK(tut::count_opcode(f, "UCGABAR_ARV") >= 1);
   // The general mask path: runs of lanes found by a ballot and merged by shuffles, no match.
-  const auto& g = kernel("fwd_v8_cluster_kernel<float, 1, 32, false, true, false>");
+  const auto& g = kernel("fwd_v8_cluster_kernel<float, 1, 32, false, true, false, 2>");
   CHECK(tut::count_opcode(g, "MATCH") == 0);
   CHECK(tut::count_opcode(g, "VOTE") >= 1);
   // The backward: 8 packs of dy and 8 of x.
@@ -205,4 +205,31 @@ TEST_CASE("v8: each thread's packs loaded into registers at once, one cluster ba
     CHECK(tut::count_opcode(*k, "LDL") == 0);
     CHECK(tut::count_opcode(*k, "STL") == 0);
   }
+}
+
+TEST_CASE("v9: the statistics kernel lets the pass start (PREEXIT), 4 packs in flight; the pass waits (ACQBULK), 4 packs, no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  // griddepcontrol.launch_dependents compiles to PREEXIT, griddepcontrol.wait to ACQBULK.
+  for (const char* name : {"fwd_v9_stats_kernel<float, 4, 4, (ch05::V9Walk)1>", "fwd_v9_stats_kernel<float, 4, 4, (ch05::V9Walk)0>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "PREEXIT") == 1);
+    CHECK(tut::count_memory_ops(k, "LDG", 128) == 4);
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+  // The pass: float rows with whole mask bytes (64x1024x7x7 NHWC), and the flat walk (C <= 64),
+  // whose mask words come from three butterfly shuffles per pack.
+  const auto& rows = kernel("fwd_v9_apply_kernel<float, 4, 4, false, (ch05::V9Walk)1, true>");
+  const auto& flat = kernel("fwd_v9_apply_kernel<float, 4, 4, false, (ch05::V9Walk)0, false>");
+  for (const auto* k : {&rows, &flat}) {
+    INFO(k->name);
+    CHECK(tut::count_opcode(*k, "ACQBULK") == 1);
+    CHECK(tut::count_memory_ops(*k, "LDG", 128) == 4);
+    CHECK(tut::count_memory_ops(*k, "STG", 128) == 4);
+    CHECK(tut::count_opcode(*k, "LDL") == 0);
+    CHECK(tut::count_opcode(*k, "STL") == 0);
+  }
+  CHECK(count_in(flat.code, "SHFL.BFLY") == 12);
+  CHECK(tut::count_memory_ops(rows, "STG", 8) >= 4);
 }
