@@ -281,7 +281,7 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v13_prefetch_rows<T>, bwd_v13_kernels<T>(), &bwd_v13_refuses<T>),
       backward_version<T>("v14_channel_gather", "deterministic, NDHWC, <= 2 covering outputs per axis: a thread gathers 4 channels of a position, 8 candidate slots loaded before the compares",
                           &bwd_v14_channel_gather<T>, bwd_v14_kernels<T>(), &bwd_v14_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v13, v3 or v7 without overlap; v14 in NDHWC, v9 or v6 with; else v1",
+      backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

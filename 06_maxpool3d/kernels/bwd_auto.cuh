@@ -6,8 +6,7 @@
 //      index per item, a warp's stores on adjacent rows) where every 4-element chunk lies in one
 //      output along W, else v10; in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
 //      memset and a plain store per output;
-//   2. overlapping windows in NDHWC (C > 1), undilated, at most 2 covering outputs per axis: v14,
-//      the gather over 4 channels of a position;
+//   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against 0.366 of copy: not a choice);
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
 //   4. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   5. anything else (dilated overlapping windows, or larger windows over small strides): v1.
@@ -22,7 +21,6 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
-#include "kernels/bwd_v14_channel_gather.cuh"
 
 namespace ch06 {
 
@@ -35,7 +33,6 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
     case BwdPick::v13_prefetch_rows: return bwd_v13_prefetch_rows(s, a);
-    case BwdPick::v14_channel_gather: return bwd_v14_channel_gather(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

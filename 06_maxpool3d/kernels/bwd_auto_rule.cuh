@@ -6,7 +6,6 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
-#include "kernels/bwd_v14_channel_gather.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -28,8 +27,7 @@ enum class BwdPick {
   v7_zero_then_store,
   v9_ordered_tile,
   v10_row_writer,
-  v13_prefetch_rows,
-  v14_channel_gather
+  v13_prefetch_rows
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -40,7 +38,6 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v13_prefetch_rows: return "v13_prefetch_rows";
-    case BwdPick::v14_channel_gather: return "v14_channel_gather";
     default: return "v1_gather";
   }
 }
@@ -55,8 +52,8 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      v10's 0.852 and 0.823 (results/forms/fourth.bench.txt). In NDHWC with several channels,
 //      which v10 and v13 refuse: v3 where an output owns fewer than 64 cells (a thread per
 //      output's piece of a slice), else v7;
-//   2. overlapping windows in NDHWC (C > 1), undilated, with at most 2 covering outputs per axis
-//      (kernel <= 2 x stride): v14, a thread's gather over 4 channels of a position;
+//   2. (v14, the gather over 4 channels of a position, is not taken: on the NDHWC stem case it ran
+//      at 0.300 of copy against v9's 0.366 in the same suite run, results/.)
 //   3. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
 //      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search. v11 (the
@@ -73,7 +70,6 @@ inline BwdPick bwd_pick(const Window& w) {
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }
-  if (w.layout == Layout::ndhwc && w.C > 1 && bwd_v14_refuses<float>(w).empty()) return BwdPick::v14_channel_gather;
   const OrderedPlan plan = ordered_plan(w);
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
