@@ -15,6 +15,13 @@
 // Prediction: warps active up from v8's 22 % toward cuDNN's 42 %; 64x1024x7x7 NHWC float under
 // cuDNN's fused 0.0188 ms; the tiny tensor's forward under v8's 0.0197 ms.
 // Evidence: the benchmark against cuDNN in one run.
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.ncu_v9_v10.csv, ..._v9_v10_cases.json): at
+// 64x1024x7x7 NHWC float 45 % of the warps active (v8 23 %) but 35.8 us against v8's 32.3 and
+// cuDNN's 17.6: compiled for 64 registers the float kernel spills (local loads and stores in its
+// SASS, tests/test_sass.cpp) and moves 19.1 MB through DRAM against v8's 13.3; in the benchmark
+// 0.0329 ms against cuDNN's 0.0188: not met. Our fastest at 64x1024x7x7 NHWC half (0.0215 ms,
+// 1.40x cuDNN's time) and Add half (1.35x), and at 4x33x17x19 in NCHW (float 0.0127 ms, 1.23x)
+// and NHWC half (0.0158 ms, 1.52x; v8 0.0205).
 #pragma once
 
 #include "kernels/fwd_v8_cluster.cuh"

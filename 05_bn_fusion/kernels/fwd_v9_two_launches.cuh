@@ -31,8 +31,8 @@
 // Every block writes one Welford triple per channel it touched to partials[c * Q + q]; every
 // block of the pass merges its channels' Q partials in the same order (so every block computes
 // the same statistics, bit for bit), and the pass's blocks of chunk 0 write the saved and running
-// statistics. Q is chosen for about 8 items per thread and at least 528 blocks (4 per SM on the
-// H100), at most 1024 partials per channel (flat: Q * C <= 8192).
+// statistics. Every merge is spread over all the block's threads (block_merge). The grid is at
+// most 528 blocks, one wave of 4 blocks of 256 threads per SM on the H100 (flat: Q * C <= 8192).
 // Prediction: at 64x1024x7x7 NHWC float each kernel streams 12.8 MB (the statistics from DRAM,
 // the pass from L2 plus 12.8 MB written) at the occupancy of a copy; about one DRAM read and one
 // write, under cuDNN's fused 0.0185 ms. At 4x33x17x19, two short kernels with the launch gap
@@ -40,6 +40,15 @@
 // cuDNN's 0.0100 ms. At 8x3x224x224 NHWC, the flat walk with 16-byte accesses instead of rows of
 // 12 bytes: under cuDNN's fused 0.0182 ms.
 // Evidence: the benchmark against cuDNN in one run, Nsight Compute on both kernels.
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.ncu_v9_v10.csv, ..._v9_v10_cases.json). The
+// first form (at least 528 blocks, 8 packs per thread, each channel's partials merged by one warp
+// whose shuffles compiled to a divergent collective) at 64x1024x7x7 NHWC float: statistics 13.8 us
+// in 544 blocks at 76 registers, the pass 32.8 us in 544 blocks at 4 per SM. This form: 11.4 us
+// and 20.0 us with 40 % and 43 % of the warps active, against 17.6 us for cuDNN's fused kernel; in
+// the benchmark 0.0291 ms against cuDNN's 0.0188 (v8 0.0290): not met. The Add forward there is
+// our fastest (0.0317 ms, 1.41x cuDNN's time), and so is the half forward at 8x3x224x224 NHWC
+// (0.0275 ms, 1.60x). At 4x33x17x19 NHWC float 0.0183 ms against cuDNN's 0.0101; the half forward
+// there (the flat walk on single values) took 0.0892 ms, not profiled.
 #pragma once
 
 #include "kernels/fwd_v8_cluster.cuh"
