@@ -26,6 +26,7 @@
 #include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v14_channel_gather.cuh"
+#include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -281,7 +282,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v13_prefetch_rows<T>, bwd_v13_kernels<T>(), &bwd_v13_refuses<T>),
       backward_version<T>("v14_channel_gather", "deterministic, NDHWC, <= 2 covering outputs per axis: a thread gathers 4 channels of a position, 8 candidate slots loaded before the compares",
                           &bwd_v14_channel_gather<T>, bwd_v14_kernels<T>(), &bwd_v14_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9 or v6 with; else v1",
+      backward_version<T>("v15_separable_stages", "deterministic, stride-1 NCDHW cubic windows: undo the max along D, then H, then W in shared memory, 3k candidates per cell",
+                          &bwd_v15_separable_stages<T>, bwd_v15_kernels<T>(), &bwd_v15_refuses<T>),
+      backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

@@ -18,6 +18,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -99,7 +100,7 @@ TEST_SUITE("gpu") {
     tut::check_cases(ch06::maxpool3d_backward_f32(), backward_cases());
   }
 
-  TEST_CASE("newest rungs (fwd v9, bwd v13 and v14) and auto on moderate cases, every format and layout" *
+  TEST_CASE("newest rungs (fwd v9, bwd v13, v14 and v15) and auto on moderate cases, every format and layout" *
             tut::needs_gpu()) {
     std::vector<tut::Case> fwd, bwd;
     for (const char* layout : {"NCDHW", "NDHWC"})
@@ -114,14 +115,16 @@ TEST_SUITE("gpu") {
         if (std::string(idx) == "none") continue;
         for (Spec s : std::vector<Spec>{{{2, 8, 16, 16, 32}, {8}, {8}, {0}},      // chunks in one output, 4 row splits
                                         {{2, 8, 8, 14, 14}, {2}, {2}, {0}},       // 2-element chunks
-                                        {{2, 16, 8, 14, 14}, {3}, {2}, {1}}}) {   // overlap: v14 in NDHWC
+                                        {{2, 16, 8, 14, 14}, {3}, {2}, {1}},      // overlap: v14 in NDHWC
+                                        {{2, 4, 11, 13, 70}, {3}, {1}, {1}},      // stride 1: v15, tails of its tiles
+                                        {{1, 3, 12, 19, 35}, {8}, {1}, {4}}}) {   // kernel 8 stride 1: v15's ring of 8
           s.layout = layout;
           s.indices = idx;
           bwd.push_back(ch06::make_pool_case(s, true));
         }
       }
     tut::check_cases(only(ch06::forward_f32_problem(), {"v9_run_reduce", "auto"}), fwd);
-    tut::check_cases(only(ch06::backward_f32_problem(), {"v13_prefetch_rows", "v14_channel_gather", "auto"}), bwd);
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v13_prefetch_rows", "v14_channel_gather", "v15_separable_stages", "auto"}), bwd);
   }
 
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
@@ -145,11 +148,12 @@ TEST_SUITE("gpu") {
       CHECK(own >= (std::string(layout) == "NCDHW" ? 8 : 4));
       std::vector<tut::Case> cases;
       // Overlapping windows (v3 refuses them), windows with gaps between them and padding, and
-      // kernel 8 stride 1 (v4's masks of (D, H) slots).
+      // kernel 8 stride 1 (v4's masks of (D, H) slots; v15 in NCDHW), kernel 3 stride 1 (v15).
       for (const char* idx : {"int64", "compact"})
         for (Spec s : std::vector<Spec>{{{2, 3, 9, 10, 11}, {3}, {2}, {1}},
                                         {{1, 4, 9, 10, 11}, {2}, {3}, {1}},
-                                        {{1, 2, 12, 12, 12}, {8}, {1}, {4}}}) {
+                                        {{1, 2, 12, 12, 12}, {8}, {1}, {4}},
+                                        {{1, 3, 7, 9, 10}, {3}, {1}, {1}}}) {
           s.layout = layout;
           s.indices = idx;
           cases.push_back(ch06::make_pool_case(s, true));
@@ -171,7 +175,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v11_window_gather" && !ch06::bwd_v11_refuses<float>(w).empty()) ||
                                (v.name == "v12_class_scatter" && !ch06::bwd_v12_refuses<float>(w).empty()) ||
                                (v.name == "v13_prefetch_rows" && !ch06::bwd_v13_refuses<float>(w).empty()) ||
-                               (v.name == "v14_channel_gather" && !ch06::bwd_v14_refuses<float>(w).empty());
+                               (v.name == "v14_channel_gather" && !ch06::bwd_v14_refuses<float>(w).empty()) ||
+                               (v.name == "v15_separable_stages" && !ch06::bwd_v15_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -192,6 +197,7 @@ TEST_SUITE("gpu") {
         {{2, 16, 14, 20, 22}, {3}, {2}, {1}, {1}, 0, "NCDHW", "compact"},
         {{1, 4, 16, 18, 20}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
         {{2, 16, 14, 20, 22}, {3}, {2}, {1}, {1}, 0, "NDHWC", "int64"},
+        {{2, 8, 10, 12, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "compact"},
     };
     const int runs = tut::under_sanitizer() ? 2 : 20;
     for (const auto& setup : setups) {
@@ -223,6 +229,8 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v12_refuses<float>(w).empty()) names.push_back("v12_class_scatter");  // run to run only
       const bool channel_gather = ch06::bwd_v14_refuses<float>(w).empty();  // NDHWC, <= 2 outputs per axis
       if (channel_gather) names.push_back("v14_channel_gather");
+      const bool separable = ch06::bwd_v15_refuses<float>(w).empty();  // stride 1, NCDHW: auto's choice
+      if (separable) names.push_back("v15_separable_stages");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -233,7 +241,10 @@ TEST_SUITE("gpu") {
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
-      CHECK(first["auto"] == first["v1_gather"]);              // auto takes v9 or v6 on overlapping windows
+      // auto takes v9 or v6 on overlapping windows, v15 on stride-1 NCDHW ones: v15's association
+      // (sums of partial sums) is not v1's, so its bits are compared with themselves, and its values
+      // with v1's within rounding.
+      CHECK(first["auto"] == first[separable ? "v15_separable_stages" : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
       if (channel_gather) CHECK(first["v14_channel_gather"] == first["v1_gather"]);  // v1's order, 4 channels a thread
@@ -254,8 +265,160 @@ TEST_SUITE("gpu") {
       }
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
+      if (separable) {
+        std::vector<float> st(w.in_numel());
+        std::memcpy(st.data(), first["v15_separable_stages"].data(), dx_bytes);
+        int st_far = 0, st_apart = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) {
+          st_far += !(std::fabs(g[i] - st[i]) <= 1e-5f * (1.0f + std::fabs(g[i])));
+          st_apart += g[i] != st[i];
+        }
+        CHECK(st_far == 0);
+        MESSAGE(c.name, ": v15 and v1 differ in the last bits at ", st_apart, " elements");
+      }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
     }
+  }
+
+  TEST_CASE("bwd v15 against the reference: every kernel 2 to 8, padding 0 to k / 2, tails of its tiles in D, H and W, tiny volumes" *
+            tut::needs_gpu()) {
+    // v15's tiles: kernels 2-5 TH 4 x TW 64 x LD 32 (int64) and 8 x 32 x 16 (compact), kernels
+    // 6-8 16 x 32 x 32 (int64) and 16 x 16 x 32 (compact). The shapes leave a part-tile in each axis.
+    std::vector<tut::Case> cases;
+    int n = 0;
+    for (std::int64_t k = 2; k <= 8; ++k)
+      for (std::int64_t p = 0; 2 * p <= k; ++p)
+        for (const char* idx : {"int64", "compact"}) {
+          ++n;
+          if (tut::under_sanitizer() && n % 5 != 0) continue;
+          const std::int64_t big = k <= 5 ? 0 : 1;
+          cases.push_back(ch06::make_pool_case({{1, 2, 33 + 4 * big, 13 + 4 * big + k, 67 - 30 * big}, {k}, {1}, {p},
+                                                {1}, 0, "NCDHW", idx},
+                                               true));
+        }
+    for (const char* idx : {"int64", "compact"})
+      for (Spec s : std::vector<Spec>{{{1, 1, 1, 1, 1}, {2}, {1}, {1}},     // one cell, 2 x 2 x 2 outputs
+                                      {{1, 1, 1, 1, 1}, {3}, {1}, {1}},     // one cell, one output
+                                      {{1, 1, 3, 3, 3}, {3}, {1}, {0}},     // one window
+                                      {{2, 3, 2, 5, 1}, {2}, {1}, {1}},     // W = 1
+                                      {{1, 1, 8, 8, 8}, {8}, {1}, {4}},     // a window the size of the input
+                                      {{3, 2, 70, 3, 4}, {3}, {1}, {1}}}) {  // D past two chunks
+        s.layout = "NCDHW";
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, true));
+      }
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v15_separable_stages", "auto"}), cases);
+    // What it refuses, it says.
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {2}, {1}},                          // stride 2
+                                    {{1, 2, 9, 10, 11}, {3, 3, 2}, {1}, {1}},                     // not cubic
+                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},                      // dilation 2
+                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},          // NDHWC
+                                    {{1, 2, 12, 12, 12}, {9}, {1}, {4}}}) {                       // kernel 9
+      if (s.indices == "none") s.indices = "int64";
+      const auto c = ch06::make_pool_case(s, true);
+      INFO(c.name);
+      CHECK_FALSE(ch06::bwd_v15_refuses<float>(ch06::window_of_case(c)).empty());
+      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, "v15_separable_stages"), c), tut::Unsupported);
+    }
+  }
+
+  TEST_CASE("bwd v15 on indices that do not separate: random in-window cells and sparse corruption, exact" *
+            tut::needs_gpu()) {
+    // Indices no forward writes: terms of one stage's sum that name different cells, so v15's
+    // planes fall back to the exact gather. dy whole numbers: exact in any order of the additions.
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    std::vector<Spec> setups = {{{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
+                                {{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "compact"},
+                                {{1, 2, 19, 37, 45}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+                                {{1, 2, 19, 37, 45}, {8}, {1}, {3}, {1}, 0, "NCDHW", "compact"},
+                                {{2, 2, 11, 12, 40}, {5}, {1}, {2}, {1}, 0, "NCDHW", "compact"}};
+    if (tut::under_sanitizer()) setups.resize(2);
+    for (const auto& setup : setups)
+      for (const bool sparse : {false, true}) {
+        const auto c = ch06::make_pool_case(setup, true);
+        INFO(c.name, sparse ? " sparse corruption" : " random in-window cells");
+        const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+        const auto& w = inst->window();
+        const int K = w.k[0];
+        const std::int64_t outs = w.out_numel(), plane = w.in_plane();
+        tut::Random rng(sparse ? 11 : 13);
+        // x random (no ties), the forward's winner per output; then, per output, a random cell of its
+        // window inside the input (every output, or 1 in 500).
+        std::vector<int> cell(static_cast<std::size_t>(outs));
+        std::vector<float> dy(static_cast<std::size_t>(outs));
+        std::vector<double> ref(static_cast<std::size_t>(w.in_numel()), 0.0);
+        for (std::int64_t o = 0; o < outs; ++o) {
+          const std::int64_t nc = o / w.out_plane(), r = o % w.out_plane();
+          const int od = static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW));
+          const int oh = static_cast<int>(r / w.oW % w.oH), ow = static_cast<int>(r % w.oW);
+          std::vector<int> inside;
+          int best = -1;
+          double bv = -1.0;
+          for (int cc = 0; cc < K * K * K; ++cc) {
+            const int jd = cc / (K * K), jh = cc / K % K, jw = cc % K;
+            const int d = od - w.p[0] + jd, h = oh - w.p[1] + jh, x = ow - w.p[2] + jw;
+            if (d < 0 || d >= w.D || h < 0 || h >= w.H || x < 0 || x >= w.W) continue;
+            inside.push_back(cc);
+            const double v = rng.unit(static_cast<std::uint64_t>((nc * w.D + d) * w.H + h) * w.W + x);
+            if (v > bv) bv = v, best = cc;
+          }
+          REQUIRE(!inside.empty());
+          const std::uint64_t draw = rng.bits(static_cast<std::uint64_t>(o) + (std::uint64_t{1} << 40));
+          const bool replace = !sparse || draw % 500 == 0;
+          const int cc = replace ? inside[static_cast<std::size_t>((draw >> 16) % inside.size())] : best;
+          cell[static_cast<std::size_t>(o)] = cc;
+          dy[static_cast<std::size_t>(o)] = static_cast<float>(static_cast<int>(draw >> 40) % 17 - 8);
+          const std::int64_t flat = w.flat_index(od, oh, ow, cc);
+          ref[static_cast<std::size_t>(nc * plane + flat)] += dy[static_cast<std::size_t>(o)];
+        }
+        // Stage D's groups (n, c, d*, oh, ow) whose terms name different (h*, w*): planes that fall back.
+        std::map<std::tuple<std::int64_t, int, std::int64_t>, int> named;
+        int conflicts = 0;
+        for (std::int64_t o = 0; o < outs; ++o) {
+          const std::int64_t nc = o / w.out_plane(), r = o % w.out_plane();
+          const int od = static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW));
+          const int cc = cell[static_cast<std::size_t>(o)];
+          const int ds = od - w.p[0] + cc / (K * K), hw = cc % (K * K);
+          const auto key = std::make_tuple(nc, ds, r % (static_cast<std::int64_t>(w.oH) * w.oW));
+          const auto it = named.find(key);
+          if (it == named.end()) named[key] = hw;
+          else conflicts += it->second != hw;
+        }
+        MESSAGE(c.name, sparse ? " sparse" : " random", ": ", conflicts, " outputs disagree with their stage-D group");
+        CHECK(conflicts > 0);  // the fallback runs
+        // Upload, in the case's format.
+        TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
+        if (w.indices == ch06::IndexFormat::int64) {
+          std::vector<std::int64_t> ix(cell.size());
+          for (std::int64_t o = 0; o < outs; ++o) {
+            const std::int64_t r = o % w.out_plane();
+            ix[static_cast<std::size_t>(o)] = w.flat_index(static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW)),
+                                                           static_cast<int>(r / w.oW % w.oH), static_cast<int>(r % w.oW),
+                                                           cell[static_cast<std::size_t>(o)]);
+          }
+          TUT_CUDA(cudaMemcpy(inst->operand("index").device(), ix.data(), ix.size() * 8, cudaMemcpyHostToDevice));
+        } else if (w.compact8()) {
+          std::vector<std::uint8_t> ix(cell.begin(), cell.end());
+          TUT_CUDA(cudaMemcpy(inst->operand("offset8").device(), ix.data(), ix.size(), cudaMemcpyHostToDevice));
+        } else {
+          std::vector<std::int16_t> ix(cell.begin(), cell.end());
+          TUT_CUDA(cudaMemcpy(inst->operand("offset16").device(), ix.data(), ix.size() * 2, cudaMemcpyHostToDevice));
+        }
+        for (const char* name : {"v15_separable_stages", "v1_gather"}) {
+          const auto t = tut::make_trial(version_named(bwd, name), *inst);
+          t.poison(nullptr);
+          t.before(nullptr);
+          t.launch(nullptr);
+          TUT_CUDA(cudaDeviceSynchronize());
+          std::vector<float> dx(ref.size());
+          TUT_CUDA(cudaMemcpy(dx.data(), inst->operand("dx").device(), dx.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          int wrong = 0;
+          for (std::size_t e = 0; e < dx.size(); ++e) wrong += static_cast<double>(dx[e]) != ref[e];
+          INFO(name);
+          CHECK(wrong == 0);
+        }
+      }
   }
 
   TEST_CASE("the grader rejects known-wrong solutions" * tut::needs_gpu()) {

@@ -222,3 +222,21 @@ TEST_CASE("v10 stores 16 bytes per chunk without atomics; v11 gathers and v12 ad
     CHECK(spills(k) == 0);
   }
 }
+
+TEST_CASE("bwd v15 stages in shared memory between barriers and writes dx without atomics" * doctest::skip(kNoCuobjdump)) {
+  // Kernel 3 (int64, uint8) and kernel 8 (int64, int16), the suite's tilings: no global or shared
+  // atomic (the stages' sums are plain adds in a fixed order), two barriers per plane plus the one
+  // after the ring is emptied and the one at the end of an (n, c) plane; (value, code) pairs move
+  // as 64-bit shared loads and stores.
+  for (const char* name : {"bwd_v15_separable_stages_kernel<3, 4, 64, long, float>",
+                           "bwd_v15_separable_stages_kernel<3, 8, 32, unsigned char, float>",
+                           "bwd_v15_separable_stages_kernel<8, 16, 32, long, float>",
+                           "bwd_v15_separable_stages_kernel<8, 16, 16, short, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOM") == 0);  // ATOM covers ATOMS and ATOMG
+    CHECK(tut::count_opcode(k, "BAR") >= 4);
+    CHECK(tut::count_memory_ops(k, "LDS", 64) >= 1);
+    CHECK(tut::count_memory_ops(k, "STS", 64) >= 1);
+  }
+}
