@@ -82,13 +82,11 @@ tut::Problem<Inst> only(const tut::Problem<Inst>& p, const std::string& name) {
   return q;
 }
 
-// v8's cuts beyond shapes(): whole mask bytes with C % 32 != 0 (C = 24), packs without whole bytes
-// (C = 12), rows past what the registers hold, read again (2x8x100x100 NHWC, 2x2x200x200 NCHW),
-// and the shapes it was made for (64x1024x7x7; 8x3x224x224, far past the registers).
+// shapes() plus a rung's own cuts in both layouts, and (outside the sanitizers, which would take
+// too long) the two suite shapes the newer rungs were made for.
 template <class Inst>
-std::vector<tut::Case> v8_shapes(const tut::Problem<Inst>& p) {
+std::vector<tut::Case> shapes_plus(const tut::Problem<Inst>& p, std::vector<Dims> dims) {
   auto out = shapes(p, false);
-  std::vector<Dims> dims = {{4, 24, 5, 5}, {4, 12, 9, 9}, {2, 8, 100, 100}, {2, 2, 200, 200}};
   if (!tut::under_sanitizer()) {
     dims.push_back({64, 1024, 7, 7});
     dims.push_back({8, 3, 224, 224});
@@ -96,6 +94,14 @@ std::vector<tut::Case> v8_shapes(const tut::Problem<Inst>& p) {
   for (const char* layout : {"NCHW", "NHWC"})
     for (const auto& d : dims) out.push_back(bn_case(p, d, layout));
   return out;
+}
+
+// v8's cuts beyond shapes(): whole mask bytes with C % 32 != 0 (C = 24), packs without whole bytes
+// (C = 12), rows past what the registers hold, read again (2x8x100x100 NHWC, 2x2x200x200 NCHW),
+// and the shapes it was made for (64x1024x7x7; 8x3x224x224, far past the registers).
+template <class Inst>
+std::vector<tut::Case> v8_shapes(const tut::Problem<Inst>& p) {
+  return shapes_plus(p, {{4, 24, 5, 5}, {4, 12, 9, 9}, {2, 8, 100, 100}, {2, 2, 200, 200}});
 }
 
 template <class Inst>
@@ -110,16 +116,8 @@ void check_v8(const tut::Problem<Inst>& p, const char* name = "v8_cluster") {
 // single values (C = 65), NCHW runs of 49 and 40000; and the shapes it was made for.
 template <class Inst>
 std::vector<tut::Case> v9_shapes(const tut::Problem<Inst>& p) {
-  auto out = shapes(p, false);
-  std::vector<Dims> dims = {{4, 48, 5, 5}, {2, 64, 30, 30}, {3, 68, 5, 7}, {2, 100, 3, 3}, {2, 65, 3, 5},
-                            {2, 8, 100, 100}, {2, 2, 200, 200}};
-  if (!tut::under_sanitizer()) {
-    dims.push_back({64, 1024, 7, 7});
-    dims.push_back({8, 3, 224, 224});
-  }
-  for (const char* layout : {"NCHW", "NHWC"})
-    for (const auto& d : dims) out.push_back(bn_case(p, d, layout));
-  return out;
+  return shapes_plus(p, {{4, 48, 5, 5}, {2, 64, 30, 30}, {3, 68, 5, 7}, {2, 100, 3, 3}, {2, 65, 3, 5},
+                         {2, 8, 100, 100}, {2, 2, 200, 200}});
 }
 
 template <class Inst>
