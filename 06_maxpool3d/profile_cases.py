@@ -65,7 +65,12 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
-    # fwd v9 and bwd v13, v14 first: the newest rungs, and the cases they were built for.
+    # bwd v15 first: the newest rung, on the two stride-1 suite cases it was built for.
+    ("bwd_s1", B, S1 + " indices=int64", ["v15_separable_stages"]),
+    ("bwd_s1_compact", B, S1 + " indices=compact", ["v15_separable_stages"]),
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v15_separable_stages"]),
+    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v15_separable_stages"]),
+    # fwd v9 and bwd v13, v14: the cases they were built for.
     ("k4s4", F, K4S4, ["v9_run_reduce"]),
     ("k8on8", F, K8ON8, ["v9_run_reduce"]),
     ("k4s4_cl", F, K4S4 + " layout=NDHWC", ["v9_run_reduce", "v7_channels_last"]),
