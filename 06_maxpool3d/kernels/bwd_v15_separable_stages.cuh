@@ -44,7 +44,15 @@
 // with uint8), but 8.1-10.8 warp instructions per cell against the predicted 3.7-6.4 and the
 // scatter's 1.5-3.5: bound by issue (SM throughput 55-74 %, DRAM 7-30 % busy).
 // Those tilings are the ones below: kernels 2 to 5 take kernel 3's, 6 to 8 kernel 8's (measured
-// for 3 and 8 only). This chapter's suite measures the rung itself (results/).
+// for 3 and 8 only).
+//
+// Measured here (H100 suite run, results/; fractions of copy in one process): kernel 3 stride 1,
+// 0.387 (int64) and 0.221 (compact) against v6's 0.283 and 0.156 and the atomic scatter's 0.361 and
+// 0.220; raced as auto, 1.06x and 1.07x PyTorch (v6 had raced 0.77x and 0.76x). Kernel 8 stride
+// 1, 0.224 and 0.147 against v6's 0.131 and 0.081 and the scatter's 0.333 and 0.230; raced 0.68x
+// and 0.68x (were 0.40x and 0.38x). Nsight Compute on kernel 3 stride 1, int64: 261 MB of DRAM
+// (15.6 bytes per cell, the floor), 144.0 M warp instructions (8.6 per cell, the estimate 3.7),
+// DRAM 34.4 % busy: bound by issue, as in the standalone program. Kernel 8: 41.9 M (10.0 per cell).
 //
 // Limits, refused before launch: NCDHW, cubic kernel 2 to 8, stride 1, dilation 1, a plane that
 // fits 32-bit offsets (the int64 index is decoded in 32 bits), H and W below 65535 (a code packs
