@@ -27,6 +27,7 @@
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v14_channel_gather.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
+#include "kernels/bwd_v16_zeros_then_value.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -284,7 +285,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v14_channel_gather<T>, bwd_v14_kernels<T>(), &bwd_v14_refuses<T>),
       backward_version<T>("v15_separable_stages", "deterministic, stride-1 NCDHW cubic windows: undo the max along D, then H, then W in shared memory, 3k candidates per cell",
                           &bwd_v15_separable_stages<T>, bwd_v15_kernels<T>(), &bwd_v15_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
+      backward_version<T>("v16_zeros_then_value", "deterministic, windows that do not overlap: a thread's chunks of several items zeroed before any load is waited on, then each named cell's dy stored alone",
+                          &bwd_v16_zeros_then_value<T>, bwd_v16_kernels<T>(), &bwd_v16_refuses<T>),
+      backward_version<T>("auto", "the deterministic backward a user calls: v16 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

@@ -14,6 +14,7 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
+#include "kernels/bwd_v16_zeros_then_value.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/fwd_auto_rule.cuh"
@@ -372,10 +373,10 @@ TEST_CASE("the backward's rule: v13 or v10 where windows do not overlap in NCDHW
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output: chunks span 2 outputs
   CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);        // 512
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v13_prefetch_rows);       // 64
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v16_zeros_then_value);        // 512
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v16_zeros_then_value);       // 64
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
-  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v13_prefetch_rows);  // one channel
+  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v16_zeros_then_value);  // one channel
   CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
@@ -589,6 +590,96 @@ TEST_CASE("bwd v13's threads, run on the host one after another: every dx elemen
   CHECK(ran >= 20);
   CHECK(teams >= 2);
   CHECK(one >= 2);
+}
+
+// v16's threads over a grid of `grid` blocks, on the host one after another.
+void run_v16_on_host(ch06::BackwardArgs<float> a, std::int64_t grid) {
+  const int V = ch06::bwd_v5_pack(a);
+  const auto ra = ch06::row_args<float>(a.w, V);
+  const bool int64 = a.w.indices == ch06::IndexFormat::int64, o1 = ch06::chunk_in_one_output(a.w, V);
+  const auto run = [&](auto v, auto i64, auto ko) {
+    constexpr int kV = decltype(v)::value;
+    constexpr bool kI = decltype(i64)::value, kO = decltype(ko)::value;
+    for (std::int64_t blk = 0; blk < grid; ++blk)
+      for (int t = 0; t < ch06::kRowBlock; ++t) ch06::zeros_then_value_thread<kV, kI, kO>(a, ra, t, blk, grid);
+  };
+  const auto width = [&](auto i64) {
+    if (V == 4) o1 ? run(std::integral_constant<int, 4>{}, i64, std::true_type{}) : run(std::integral_constant<int, 4>{}, i64, std::false_type{});
+    else if (V == 2) o1 ? run(std::integral_constant<int, 2>{}, i64, std::true_type{}) : run(std::integral_constant<int, 2>{}, i64, std::false_type{});
+    else run(std::integral_constant<int, 1>{}, i64, std::true_type{});
+  };
+  if (int64) width(std::true_type{});
+  else width(std::false_type{});
+}
+
+// v10's items on the host, one thread after another (one block).
+void run_v10_on_host(ch06::BackwardArgs<float> a) {
+  const int V = ch06::bwd_v5_pack(a);
+  const auto ra = ch06::row_args<float>(a.w, V);
+  const bool int64 = a.w.indices == ch06::IndexFormat::int64;
+  const auto run = [&](auto v) {
+    constexpr int kV = decltype(v)::value;
+    for (int t = 0; t < ch06::kRowBlock; ++t) {
+      const int sub = t / ra.lanes;
+      if (sub >= ra.items_per_block) continue;
+      for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
+        const auto col = ch06::row_column<kV>(a, ra, g);
+        for (std::int64_t it = sub; it < ra.items; it += ra.items_per_block) {
+          if (int64) ch06::write_item<kV, true>(a, ra, col, it);
+          else ch06::write_item<kV, false>(a, ra, col, it);
+        }
+      }
+    }
+  };
+  if (V == 4) run(std::integral_constant<int, 4>{});
+  else if (V == 2) run(std::integral_constant<int, 2>{});
+  else run(std::integral_constant<int, 1>{});
+}
+
+TEST_CASE("bwd v16's threads, run on the host one after another: every dx element written, v1's bits; on corrupt indices, v10's bits") {
+  // v13's cases, over grids of 1 and 3 blocks (groups of U items cut short by the end of the items),
+  // then with 1 index in 7 replaced by a random one (int64: any cell of the plane; compact: any
+  // offset of its type, past the window's cells too): v16 must give what v10 gives, bit for bit.
+  auto cases = host_backward_cases();
+  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}},
+                                              {{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}},
+                                              {{1, 3, 9, 11, 20}, {4}, {4}, {0}}})
+    for (const char* idx : {"int64", "compact"}) {
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, true));
+    }
+  int ran = 0, one = 0, corrupt_differs = 0;
+  for (const auto& c : cases) {
+    {
+      HostBackward probe(c);
+      if (!ch06::bwd_v16_refuses<float>(probe.w).empty()) continue;
+    }
+    INFO(c.name);
+    for (std::int64_t grid : {1, 3}) {
+      HostBackward hb(c);
+      ++ran;
+      one += ch06::chunk_in_one_output(hb.w, ch06::bwd_v5_pack(hb.args())) && ch06::bwd_v5_pack(hb.args()) > 1;
+      run_v16_on_host(hb.args(), grid);
+      CHECK(hb.same_bits());
+    }
+    HostBackward hb(c), h10(c);
+    const tut::Random rng(77);
+    const std::int64_t plane = hb.w.in_plane();
+    for (std::size_t o = 0; o < hb.dy.size(); ++o) {
+      const std::uint64_t draw = rng.bits(o);
+      if (draw % 7 != 0) continue;
+      if (!hb.index.empty()) hb.index[o] = h10.index[o] = static_cast<std::int64_t>((draw >> 8) % static_cast<std::uint64_t>(plane));
+      if (!hb.offset8.empty()) hb.offset8[o] = h10.offset8[o] = static_cast<std::uint8_t>(draw >> 8);
+      if (!hb.offset16.empty()) hb.offset16[o] = h10.offset16[o] = static_cast<std::int16_t>((draw >> 8) % 32768);
+    }
+    run_v16_on_host(hb.args(), 3);
+    run_v10_on_host(h10.args());
+    CHECK(std::memcmp(hb.dx.data(), h10.dx.data(), hb.dx.size() * sizeof(float)) == 0);
+    corrupt_differs += !hb.same_bits();  // the corruption changed dx (against the forward's indices)
+  }
+  CHECK(ran >= 20);
+  CHECK(one >= 2);
+  CHECK(corrupt_differs >= 10);
 }
 
 TEST_CASE("bwd v11, run on the host element by element: v1's bits; it takes at most 3 outputs per axis, undilated") {

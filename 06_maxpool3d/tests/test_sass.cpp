@@ -196,6 +196,19 @@ TEST_CASE("bwd v13 stores 16 bytes per chunk without atomics; v14 loads and stor
   CHECK(spills(gather) == 0);
 }
 
+TEST_CASE("bwd v16 stores zeros 16 bytes at a time and each named cell's dy 4 bytes at a time, without atomics" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v16_zeros_then_value_kernel<4, true, true, float>", "bwd_v16_zeros_then_value_kernel<4, false, true, float>",
+                           "bwd_v16_zeros_then_value_kernel<4, true, false, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOM") == 0);
+    CHECK(tut::count_memory_ops(k, "STG", 128) >= 2);  // the zeros, a loop per item in flight
+    CHECK(tut::count_memory_ops(k, "STG", 32) >= 1);   // the named cells
+    CHECK(spills(k) == 0);
+  }
+}
+
 TEST_CASE("fwd v9 reads 16-byte pieces: its NCDHW lanes merge with shuffles, its NDHWC rows through shared memory" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"fwd_v9_runs_kernel<4, float>", "fwd_v9_columns_kernel<4, float>"}) {
