@@ -287,7 +287,7 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v15_separable_stages<T>, bwd_v15_kernels<T>(), &bwd_v15_refuses<T>),
       backward_version<T>("v16_zeros_then_value", "deterministic, windows that do not overlap: a thread's chunks of several items zeroed before any load is waited on, then each named cell's dy stored alone",
                           &bwd_v16_zeros_then_value<T>, bwd_v16_kernels<T>(), &bwd_v16_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v16 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
+      backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

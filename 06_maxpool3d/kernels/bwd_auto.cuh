@@ -2,9 +2,10 @@
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
 //   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): one pass of
-//      16-byte stores in NCDHW (and NDHWC with one channel): v16 (a thread's zeros for several
-//      items first, then each named cell's dy) where every 4-element chunk lies in one output along
-//      W, else v10; in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
+//      16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
+//      index per item, a warp's stores on adjacent rows) where every 4-element chunk lies in one
+//      output along W, else v10 (v16, zeros before any load is waited on, lost to both: not a
+//      choice); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
 //      memset and a plain store per output;
 //   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against 0.366 of copy: not a choice);
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
@@ -24,7 +25,6 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
-#include "kernels/bwd_v16_zeros_then_value.cuh"
 
 namespace ch06 {
 
@@ -38,7 +38,6 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
     case BwdPick::v13_prefetch_rows: return bwd_v13_prefetch_rows(s, a);
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
-    case BwdPick::v16_zeros_then_value: return bwd_v16_zeros_then_value(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

@@ -7,7 +7,6 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
-#include "kernels/bwd_v16_zeros_then_value.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -30,8 +29,7 @@ enum class BwdPick {
   v9_ordered_tile,
   v10_row_writer,
   v13_prefetch_rows,
-  v15_separable_stages,
-  v16_zeros_then_value
+  v15_separable_stages
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -43,18 +41,20 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v13_prefetch_rows: return "v13_prefetch_rows";
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
-    case BwdPick::v16_zeros_then_value: return "v16_zeros_then_value";
     default: return "v1_gather";
   }
 }
 
 //   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), one pass that writes
-//      each 16-byte chunk of dx once: v16 where every chunk lies in one output's segment along W
-//      (kernel 8 stride 8: zeros stored before any load is waited on, then the named cells; taken
-//      before its first measurement, to be confirmed by the suite against v13, which held these
-//      cases before: 0.915 and 0.914 of copy on kernel 8 stride 8, raced 1.001x and 0.993x), v10
-//      elsewhere. v10 was the fastest version on all four such suite cases (kernel 8 stride 8, 48.0
-//      and 47.7 us (int64, compact) against v7's memset and stores 49.0 and 48.7; kernel 2 stride
+//      each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
+//      (kernel 8 stride 8: an item holds one index, and a warp's stores cover adjacent rows), v10
+//      elsewhere. v16 (a thread's zeros for 4 items before any load is waited on, then the named
+//      cells) lost to both in its own suite run (results/NVIDIA_H100_80GB_HBM3.v16_backward.txt):
+//      kernel 8 stride 8, 0.841 and 0.769 of copy (int64, compact) against v10's 0.945 and 0.909
+//      and v13's 0.938 and 0.906; raced as auto, 0.876x and 0.824x PyTorch; kernel 2 stride 2,
+//      0.740 and 0.646 against v10's 0.847 and 0.822. It is not a choice. v10 was the fastest
+//      version on all four such suite cases (kernel 8 stride 8, 48.0 and 47.7 us (int64, compact)
+//      against v7's memset and stores 49.0 and 48.7; kernel 2 stride
 //      2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4); v13's first form, whose chunks on
 //      kernel 2 stride 2 are still what they are here, ran 0.883 and 0.729 of copy there against
 //      v10's 0.852 and 0.823 (results/forms/fourth.bench.txt). In NDHWC with several channels,
@@ -81,7 +81,7 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
     if (bwd_v13_refuses<float>(w).empty())
-      return chunk_in_one_output(w, 4) ? BwdPick::v16_zeros_then_value : BwdPick::v10_row_writer;
+      return chunk_in_one_output(w, 4) ? BwdPick::v13_prefetch_rows : BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }

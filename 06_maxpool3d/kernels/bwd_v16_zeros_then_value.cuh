@@ -28,6 +28,18 @@
 // (0.99x-1.00x for v10 and v13 in the race). The value stores add one 4-byte store per output
 // (262144 of them, 1/512 of the cells), a few percent of the instructions. On kernel 2 stride 2
 // (8 cells per output) they are one store per 8 cells: no gain is expected there.
+//
+// Measured (H100, results/NVIDIA_H100_80GB_HBM3.v16_backward.*, one suite process): wrong. On
+// kernel 8 stride 8, 0.841 of copy with the int64 index and 0.769 with the compact one, where v10
+// ran 0.945 and 0.909 and v13 0.938 and 0.906 in the same process; raced as auto, 0.876x and
+// 0.824x PyTorch. Nsight Compute (int64): 52.4 us against v10's 46.9 and v13's 46.4, DRAM 65.4 %
+// busy against 71.7 and 72.5; 113.4 MB written (v10 111.9: the value stores cost no DRAM pass,
+// as predicted). The long-scoreboard stall fell from 80.6 % (v10) to 50.5 % of the warps' active
+// cycles, but the LSU's queue took its place (lg_throttle 26.6 %, v10 6.8 %: 32 16-byte stores
+// issued back to back per thread, then the value loop's predicated stores), and 64 registers
+// (v10 43) left 45 % of the warps resident instead of 60 %. On kernel 2 stride 2, 0.740 and 0.646
+// (v10 0.847 and 0.822). Removing the wait did not make the stores stream faster: the rule keeps v13
+// and v10.
 #pragma once
 
 #include "kernels/bwd_v13_prefetch_rows.cuh"  // RowItem, fetch_item, chunk_in_one_output
