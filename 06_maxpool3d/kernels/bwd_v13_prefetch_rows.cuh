@@ -185,6 +185,21 @@ PrefetchArgs prefetch_args(const Window& w, int V) {
 // Whether every V-element chunk of a row lies in one output's segment along W.
 inline bool chunk_in_one_output(const Window& w, int V) { return w.s[2] % V == 0 && w.p[2] % V == 0; }
 
+// Calls launch(V, int64, one) with each as a compile-time constant (std::integral_constant): the
+// kernel forms that v13 and v16 instantiate. One output per chunk is always true for V = 1.
+template <class Launch>
+void with_row_item_form(int V, bool int64, bool one, Launch&& launch) {
+  const auto width = [&](auto i64) {
+    using One = std::true_type;
+    using Many = std::false_type;
+    if (V == 4) one ? launch(std::integral_constant<int, 4>{}, i64, One{}) : launch(std::integral_constant<int, 4>{}, i64, Many{});
+    else if (V == 2) one ? launch(std::integral_constant<int, 2>{}, i64, One{}) : launch(std::integral_constant<int, 2>{}, i64, Many{});
+    else launch(std::integral_constant<int, 1>{}, i64, One{});
+  };
+  if (int64) width(std::true_type{});
+  else width(std::false_type{});
+}
+
 template <class T>
 void bwd_v13_prefetch_rows(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v13_prefetch_rows");
@@ -201,15 +216,7 @@ void bwd_v13_prefetch_rows(cudaStream_t s, const BackwardArgs<T>& a) {
     const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
     bwd_v13_prefetch_rows_kernel<kV, kI, kO, T><<<grid, kRowBlock, 0, s>>>(a, pa);
   };
-  const auto width = [&](auto i64) {
-    using One = std::true_type;
-    using Many = std::false_type;
-    if (V == 4) one ? launch(std::integral_constant<int, 4>{}, i64, One{}) : launch(std::integral_constant<int, 4>{}, i64, Many{});
-    else if (V == 2) one ? launch(std::integral_constant<int, 2>{}, i64, One{}) : launch(std::integral_constant<int, 2>{}, i64, Many{});
-    else launch(std::integral_constant<int, 1>{}, i64, One{});
-  };
-  if (int64) width(std::true_type{});
-  else width(std::false_type{});
+  with_row_item_form(V, int64, one, launch);
   TUT_CHECK_LAUNCH("bwd_v13_prefetch_rows_kernel");
 }
 

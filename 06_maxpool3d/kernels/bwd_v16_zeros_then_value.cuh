@@ -42,7 +42,7 @@
 // and v10.
 #pragma once
 
-#include "kernels/bwd_v13_prefetch_rows.cuh"  // RowItem, fetch_item, chunk_in_one_output
+#include "kernels/bwd_v13_prefetch_rows.cuh"  // RowItem, fetch_item, chunk_in_one_output, with_row_item_form
 
 namespace ch06 {
 
@@ -145,15 +145,7 @@ void bwd_v16_zeros_then_value(cudaStream_t s, const BackwardArgs<T>& a) {
     const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
     bwd_v16_zeros_then_value_kernel<kV, kI, kO, T><<<grid, kRowBlock, 0, s>>>(a, ra);
   };
-  const auto width = [&](auto i64) {
-    using One = std::true_type;
-    using Many = std::false_type;
-    if (V == 4) one ? launch(std::integral_constant<int, 4>{}, i64, One{}) : launch(std::integral_constant<int, 4>{}, i64, Many{});
-    else if (V == 2) one ? launch(std::integral_constant<int, 2>{}, i64, One{}) : launch(std::integral_constant<int, 2>{}, i64, Many{});
-    else launch(std::integral_constant<int, 1>{}, i64, One{});
-  };
-  if (int64) width(std::true_type{});
-  else width(std::false_type{});
+  with_row_item_form(V, int64, one, launch);
   TUT_CHECK_LAUNCH("bwd_v16_zeros_then_value_kernel");
 }
 
