@@ -498,6 +498,32 @@ TEST_CASE("bwd v5's chunks, run on the host: every dx element written once, v1's
   CHECK(ran >= 10);
 }
 
+// v10's items on the host, one thread after another (one block).
+void run_v10_on_host(ch06::BackwardArgs<float> a) {
+  const int V = ch06::bwd_v5_pack(a);
+  const auto ra = ch06::row_args<float>(a.w, V);
+  const bool int64 = a.w.indices == ch06::IndexFormat::int64;
+  const auto run = [&](auto v) {
+    constexpr int kV = decltype(v)::value;
+    // The kernel's loops, one thread after another: a block's thread t takes columns t mod lanes
+    // (stepping by lanes) and items t / lanes (stepping by the grid's items; one block here).
+    for (int t = 0; t < ch06::kRowBlock; ++t) {
+      const int sub = t / ra.lanes;
+      if (sub >= ra.items_per_block) continue;
+      for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
+        const auto col = ch06::row_column<kV>(a, ra, g);
+        for (std::int64_t it = sub; it < ra.items; it += ra.items_per_block) {
+          if (int64) ch06::write_item<kV, true>(a, ra, col, it);
+          else ch06::write_item<kV, false>(a, ra, col, it);
+        }
+      }
+    }
+  };
+  if (V == 4) run(std::integral_constant<int, 4>{});
+  else if (V == 2) run(std::integral_constant<int, 2>{});
+  else run(std::integral_constant<int, 1>{});
+}
+
 TEST_CASE("bwd v10's items, run on the host thread by thread: every dx element written, v1's bits") {
   // The GPU tests' cases and the host's, plus rows of 2-element chunks (W = 18) and rows of more
   // chunks than a block has threads (W = 1100: 275 chunks, so a thread takes two columns).
@@ -519,27 +545,8 @@ TEST_CASE("bwd v10's items, run on the host thread by thread: every dx element w
     ++widths[V];
     const auto ra = ch06::row_args<float>(hb.w, V);
     CHECK(ra.lanes * ra.items_per_block <= ch06::kRowBlock);
-    const bool int64 = hb.w.indices == ch06::IndexFormat::int64;
     // dx starts as NaN (HostBackward), so an element no item wrote fails the comparison of bits.
-    const auto run = [&](auto v) {
-      constexpr int kV = decltype(v)::value;
-      // The kernel's loops, one thread after another: a block's thread t takes columns t mod lanes
-      // (stepping by lanes) and items t / lanes (stepping by the grid's items; one block here).
-      for (int t = 0; t < ch06::kRowBlock; ++t) {
-        const int sub = t / ra.lanes;
-        if (sub >= ra.items_per_block) continue;
-        for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
-          const auto col = ch06::row_column<kV>(a, ra, g);
-          for (std::int64_t it = sub; it < ra.items; it += ra.items_per_block) {
-            if (int64) ch06::write_item<kV, true>(a, ra, col, it);
-            else ch06::write_item<kV, false>(a, ra, col, it);
-          }
-        }
-      }
-    };
-    if (V == 4) run(std::integral_constant<int, 4>{});
-    else if (V == 2) run(std::integral_constant<int, 2>{});
-    else run(std::integral_constant<int, 1>{});
+    run_v10_on_host(a);
     CHECK(hb.same_bits());
   }
   CHECK(ran >= 10);
@@ -612,29 +619,6 @@ void run_v16_on_host(ch06::BackwardArgs<float> a, std::int64_t grid) {
   else width(std::false_type{});
 }
 
-// v10's items on the host, one thread after another (one block).
-void run_v10_on_host(ch06::BackwardArgs<float> a) {
-  const int V = ch06::bwd_v5_pack(a);
-  const auto ra = ch06::row_args<float>(a.w, V);
-  const bool int64 = a.w.indices == ch06::IndexFormat::int64;
-  const auto run = [&](auto v) {
-    constexpr int kV = decltype(v)::value;
-    for (int t = 0; t < ch06::kRowBlock; ++t) {
-      const int sub = t / ra.lanes;
-      if (sub >= ra.items_per_block) continue;
-      for (int g = t - sub * ra.lanes; g < ra.per_row; g += ra.lanes) {
-        const auto col = ch06::row_column<kV>(a, ra, g);
-        for (std::int64_t it = sub; it < ra.items; it += ra.items_per_block) {
-          if (int64) ch06::write_item<kV, true>(a, ra, col, it);
-          else ch06::write_item<kV, false>(a, ra, col, it);
-        }
-      }
-    }
-  };
-  if (V == 4) run(std::integral_constant<int, 4>{});
-  else if (V == 2) run(std::integral_constant<int, 2>{});
-  else run(std::integral_constant<int, 1>{});
-}
 
 TEST_CASE("bwd v16's threads, run on the host one after another: every dx element written, v1's bits; on corrupt indices, v10's bits") {
   // v13's cases, over grids of 1 and 3 blocks (groups of U items cut short by the end of the items),
