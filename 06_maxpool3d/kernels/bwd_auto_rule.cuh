@@ -67,12 +67,10 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search. v11 (the
 //      unrolled gather) and v12 (the class scatter) lost to v9 and v6 on every such suite case;
 //   4. other overlapping windows with stride 1 that v15 takes (NCDHW, undilated, cubic kernel 2 to
-//      8): v15, the separable stages, 3k candidates per cell instead of v6's k^3. In a standalone
-//      program on the H100 it ran at 1.08x and 1.11x (int64, uint8) the speed of a fill + atomicAdd
-//      scatter on kernel 3 stride 1, and 0.76x and 0.69x (int64, int16) on kernel 8 stride 1, where
-//      v6 ran at about 0.4x of PyTorch's scatter. In the suite (results/) auto with v15 raced
-//      1.06x and 1.07x PyTorch on kernel 3 stride 1 (int64, compact; v6 0.77x and 0.76x the run
-//      before), 0.68x and 0.68x on kernel 8 stride 1 (v6 0.40x and 0.38x);
+//      8): v15, the separable stages, 3k candidates per cell instead of v6's k^3. In the suite
+//      (results/) auto with v15 raced 1.06x and 1.07x PyTorch on kernel 3 stride 1 (int64,
+//      compact; v6 0.77x and 0.76x the run before), 0.68x and 0.68x on kernel 8 stride 1 (v6 0.40x
+//      and 0.38x);
 //   5. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
 //      a tile that fits its shared memory): v6;
 //   6. anything else: v1.

@@ -25,26 +25,17 @@
 // v1's bits (sums of partial sums: a different association). With whole-number dy (the tests') the
 // sums are exact in any order.
 //
-// Prediction (made before the standalone measurements below). DRAM: dy and the index read once
+// Prediction (made before any measurement). DRAM: dy and the index read once
 // (the halo's re-reads from L2), dx written once: 16 bytes per cell on kernel 3 stride 1 with int64
 // indices, 9 with uint8, below the atomic scatter's 20-24 (it also fills dx and its atomics read
 // and write dx in L2). Instructions: about 3.7 warp instructions per dx cell on kernel 3 stride 1,
 // 6.4 on kernel 8 stride 1: near the DRAM floor on kernel 3; on kernel 8 about twice the scatter's
 // instructions.
 //
-// Measured, in a standalone program on the H100 (its own fill + atomicAdd scatter as the baseline,
-// which ran at PyTorch's speed on kernel 3 stride 1; medians of 30, L2 flushed between repetitions;
-// the tiling column is the fastest of a sweep in the same run):
-//   4x32x32x64x64 kernel 3 stride 1 padding 1, int64: 225.5 us against the scatter's 243.6 (1.08x),
-//     TH 4, TW 64, LD 32; uint8: 204.0 against 225.9 (1.11x), TH 8, TW 32, LD 16;
-//   1x16x64x64x64 kernel 8 stride 1, int64: 75.7 against 57.6 (0.76x), TH 16, TW 32, LD 32; int16:
-//     75.7 against 52.2 (0.69x), TH 16, TW 16, LD 32 (v6, which auto took there, ran at about 0.4x
-//     of PyTorch).
-// Nsight Compute (same program): DRAM at the floor (15.7 bytes per cell on kernel 3 int64, 9.0
-// with uint8), but 8.1-10.8 warp instructions per cell against the predicted 3.7-6.4 and the
-// scatter's 1.5-3.5: bound by issue (SM throughput 55-74 %, DRAM 7-30 % busy).
-// Those tilings are the ones below: kernels 2 to 5 take kernel 3's, 6 to 8 kernel 8's (measured
-// for 3 and 8 only).
+// Tiling. TH, TW and LD below were the fastest of a sweep timed on the H100 for kernels 3 and 8 while
+// this kernel was written, in a program that is not part of the chapter: those timings are not in
+// results/ and are not quoted here. Kernels 2 to 5 take kernel 3's tiling, 6 to 8 kernel 8's; the
+// tilings of 2, 4, 5, 6 and 7 were never timed.
 //
 // Measured here (H100 suite run, results/; fractions of copy in one process): kernel 3 stride 1,
 // 0.387 (int64) and 0.221 (compact) against v6's 0.283 and 0.156 and the atomic scatter's 0.361 and
@@ -52,7 +43,7 @@
 // 1, 0.224 and 0.147 against v6's 0.131 and 0.081 and the scatter's 0.333 and 0.230; raced 0.68x
 // and 0.68x (were 0.40x and 0.38x). Nsight Compute on kernel 3 stride 1, int64: 261 MB of DRAM
 // (15.6 bytes per cell, the floor), 144.0 M warp instructions (8.6 per cell, the estimate 3.7),
-// DRAM 34.4 % busy: bound by issue, as in the standalone program. Kernel 8: 41.9 M (10.0 per cell).
+// DRAM 34.4 % busy: bound by issue. Kernel 8: 41.9 M (10.0 per cell).
 //
 // Limits, refused before launch: NCDHW, cubic kernel 2 to 8, stride 1, dilation 1, a plane that
 // fits 32-bit offsets (the int64 index is decoded in 32 bits), H and W below 65535 (a code packs
@@ -349,9 +340,9 @@ void bwd_v15_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   TUT_CHECK_LAUNCH("bwd_v15_separable_stages_kernel");
 }
 
-// The tiling per kernel size and index format: the fastest of the standalone sweep for kernel 3
-// (int64 TH 4 TW 64 LD 32; uint8 TH 8 TW 32 LD 16) and kernel 8 (int64 TH 16 TW 32 LD 32; int16
-// TH 16 TW 16 LD 32); kernels 2 to 5 take kernel 3's, 6 and 7 kernel 8's.
+// The tiling per kernel size and index format (see "Tiling" above): kernel 3 int64 TH 4 TW 64
+// LD 32, uint8 TH 8 TW 32 LD 16; kernel 8 int64 TH 16 TW 32 LD 32, int16 TH 16 TW 16 LD 32;
+// kernels 2 to 5 take kernel 3's, 6 and 7 kernel 8's.
 template <int K, class T>
 void bwd_v15_dispatch(cudaStream_t s, const BackwardArgs<T>& a) {
   if (a.w.indices == IndexFormat::int64) {
