@@ -166,12 +166,18 @@ __global__ void __launch_bounds__(kRowBlock) bwd_v10_row_writer_kernel(BackwardA
   }
 }
 
+// What the writers of rows along W (v10, v13, v16) refuse, named as `name`: what every disjoint
+// writer refuses, and NDHWC with more than one channel.
+inline std::string row_writer_refuses(const Window& w, const char* name) {
+  if (const std::string why = disjoint_writer_refuses(w, name); !why.empty()) return why;
+  if (w.layout == Layout::ndhwc && w.C > 1)
+    return std::string(name) + " writes rows along W: NCDHW, or NDHWC with one channel (v5 and v3 take NDHWC)";
+  return {};
+}
+
 template <class T>
 std::string bwd_v10_refuses(const Window& w) {
-  if (const std::string why = disjoint_writer_refuses(w, "bwd_v10_row_writer"); !why.empty()) return why;
-  if (w.layout == Layout::ndhwc && w.C > 1)
-    return "bwd_v10_row_writer writes rows along W: NCDHW, or NDHWC with one channel (v5 and v3 take NDHWC)";
-  return {};
+  return row_writer_refuses(w, "bwd_v10_row_writer");
 }
 
 template <class T>

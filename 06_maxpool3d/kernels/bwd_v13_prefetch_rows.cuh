@@ -164,10 +164,7 @@ __global__ void __launch_bounds__(kRowBlock) bwd_v13_prefetch_rows_kernel(Backwa
 
 template <class T>
 std::string bwd_v13_refuses(const Window& w) {
-  if (const std::string why = disjoint_writer_refuses(w, "bwd_v13_prefetch_rows"); !why.empty()) return why;
-  if (w.layout == Layout::ndhwc && w.C > 1)
-    return "bwd_v13_prefetch_rows writes rows along W: NCDHW, or NDHWC with one channel (v5 and v3 take NDHWC)";
-  return {};
+  return row_writer_refuses(w, "bwd_v13_prefetch_rows");
 }
 
 // The team size: a row of fewer than 32 chunks is shared by R = 32 / lanes row splits (at most

@@ -123,10 +123,7 @@ __global__ void __launch_bounds__(kRowBlock) bwd_v16_zeros_then_value_kernel(Bac
 
 template <class T>
 std::string bwd_v16_refuses(const Window& w) {
-  if (const std::string why = disjoint_writer_refuses(w, "bwd_v16_zeros_then_value"); !why.empty()) return why;
-  if (w.layout == Layout::ndhwc && w.C > 1)
-    return "bwd_v16_zeros_then_value writes rows along W: NCDHW, or NDHWC with one channel (v5 and v3 take NDHWC)";
-  return {};
+  return row_writer_refuses(w, "bwd_v16_zeros_then_value");
 }
 
 template <class T>

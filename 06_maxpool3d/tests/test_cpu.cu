@@ -585,13 +585,7 @@ TEST_CASE("bwd v13's threads, run on the host one after another: every dx elemen
         for (std::int64_t blk = 0; blk < grid; ++blk)
           for (int t = 0; t < ch06::kRowBlock; ++t) ch06::prefetch_rows_thread<kV, kI, kO>(a, pa, t, blk, grid);
       };
-      const auto width = [&](auto i64) {
-        if (V == 4) o1 ? run(std::integral_constant<int, 4>{}, i64, std::true_type{}) : run(std::integral_constant<int, 4>{}, i64, std::false_type{});
-        else if (V == 2) o1 ? run(std::integral_constant<int, 2>{}, i64, std::true_type{}) : run(std::integral_constant<int, 2>{}, i64, std::false_type{});
-        else run(std::integral_constant<int, 1>{}, i64, std::true_type{});
-      };
-      if (int64) width(std::true_type{});
-      else width(std::false_type{});
+      ch06::with_row_item_form(V, int64, o1, run);
       CHECK(hb.same_bits());
     }
   CHECK(ran >= 20);
@@ -610,13 +604,7 @@ void run_v16_on_host(ch06::BackwardArgs<float> a, std::int64_t grid) {
     for (std::int64_t blk = 0; blk < grid; ++blk)
       for (int t = 0; t < ch06::kRowBlock; ++t) ch06::zeros_then_value_thread<kV, kI, kO>(a, ra, t, blk, grid);
   };
-  const auto width = [&](auto i64) {
-    if (V == 4) o1 ? run(std::integral_constant<int, 4>{}, i64, std::true_type{}) : run(std::integral_constant<int, 4>{}, i64, std::false_type{});
-    else if (V == 2) o1 ? run(std::integral_constant<int, 2>{}, i64, std::true_type{}) : run(std::integral_constant<int, 2>{}, i64, std::false_type{});
-    else run(std::integral_constant<int, 1>{}, i64, std::true_type{});
-  };
-  if (int64) width(std::true_type{});
-  else width(std::false_type{});
+  ch06::with_row_item_form(V, int64, o1, run);
 }
 
 
