@@ -139,7 +139,7 @@ void bwd_v16_zeros_then_value(cudaStream_t s, const BackwardArgs<T>& a) {
     static const std::int64_t resident =
         resident_blocks(TUT_KERNEL(bwd_v16_zeros_then_value_kernel<kV, kI, kO, T>), kRowBlock, 0);
     const std::int64_t needed = (ra.items + ra.items_per_block - 1) / ra.items_per_block;
-    const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+    const unsigned grid = one_wave_grid(needed, resident);
     bwd_v16_zeros_then_value_kernel<kV, kI, kO, T><<<grid, kRowBlock, 0, s>>>(a, ra);
   };
   with_row_item_form(V, int64, one, launch);

@@ -234,7 +234,7 @@ void bwd_v5_chunk_writer(cudaStream_t s, const BackwardArgs<T>& a) {
     static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v5_chunk_writer_kernel<kV, T>), kBlock, 0);
     const std::int64_t needed = (ca.chunks + static_cast<std::int64_t>(kBlock) * kChunkBatch - 1) /
                                 (static_cast<std::int64_t>(kBlock) * kChunkBatch);
-    const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+    const unsigned grid = one_wave_grid(needed, resident);
     bwd_v5_chunk_writer_kernel<kV, T><<<grid, kBlock, 0, s>>>(a, ca);
   };
   if (V == 4) launch(std::integral_constant<int, 4>{});

@@ -169,7 +169,7 @@ void bwd_v8_slab_writer(cudaStream_t s, const BackwardArgs<T>& a) {
     constexpr int kV = decltype(v)::value;
     static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v8_slab_writer_kernel<kV, T>), kSlabBlock, 0);
     const std::int64_t needed = (sa.slabs + kWarps - 1) / kWarps;
-    const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+    const unsigned grid = one_wave_grid(needed, resident);
     bwd_v8_slab_writer_kernel<kV, T><<<grid, kSlabBlock, 0, s>>>(a, sa);
   };
   if (V == 4) launch(std::integral_constant<int, 4>{});

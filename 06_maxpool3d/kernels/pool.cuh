@@ -190,6 +190,12 @@ inline std::int64_t resident_blocks(const void* kernel, int block, std::size_t s
   return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
 }
 
+// The grid of a kernel whose blocks loop over their work: the blocks it needs, at most one wave
+// of `resident` blocks, and at least one.
+inline unsigned one_wave_grid(std::int64_t needed, std::int64_t resident) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+}
+
 // Why a backward writer for disjoint windows refuses a case ("" when it takes it): `who` takes
 // windows that do not overlap, and indexes a plane in 32 bits.
 inline std::string disjoint_writer_refuses(const Window& w, const char* who) {
