@@ -89,13 +89,9 @@ TUT_HD inline RowColumn<V> row_column(const BackwardArgs<T>& a, const RowArgs& r
   return col;
 }
 
-// Item `it` at column `col`: its chunk's outputs' index and dy, read once, then every row of the
-// segment written. Host and device (a CPU test runs it on every item of small cases).
-template <int V, bool kInt64, class T>
-TUT_HD inline void write_item(const BackwardArgs<T>& a, const RowArgs& ra, const RowColumn<V>& col, std::int64_t it) {
-  const Window& w = a.w;
-  std::int64_t lead;  // n * C + c
-  int d, oh;
+// Where item `it` lies: lead = n * C + c, the input plane d and the output row oh (items run oh
+// fastest, then d, then lead).
+TUT_HD inline void item_place(const Window& w, const RowArgs& ra, std::int64_t it, std::int64_t& lead, int& d, int& oh) {
   if (ra.narrow) {
     std::uint32_t u = static_cast<std::uint32_t>(it), q = ra.by_oH.div(u);
     oh = static_cast<int>(u - q * static_cast<std::uint32_t>(w.oH));
@@ -108,6 +104,16 @@ TUT_HD inline void write_item(const BackwardArgs<T>& a, const RowArgs& ra, const
     d = static_cast<int>((it / w.oH) % w.D);
     lead = it / w.oH / w.D;
   }
+}
+
+// Item `it` at column `col`: its chunk's outputs' index and dy, read once, then every row of the
+// segment written. Host and device (a CPU test runs it on every item of small cases).
+template <int V, bool kInt64, class T>
+TUT_HD inline void write_item(const BackwardArgs<T>& a, const RowArgs& ra, const RowColumn<V>& col, std::int64_t it) {
+  const Window& w = a.w;
+  std::int64_t lead;  // n * C + c
+  int d, oh;
+  item_place(w, ra, it, lead, d, oh);
   const int od = owning_output(d, w.p[0], w.oD, ra.by_s[0]);
   const int jd = kInt64 ? 0 : place_in_window(d, od, w.k[0], w.s[0], w.p[0], w.dil[0]);
   // The segment of rows output row oh owns: [oh*s - p, (oh+1)*s - p), the first from 0, the last to H.
@@ -209,7 +215,7 @@ void bwd_v10_row_writer(cudaStream_t s, const BackwardArgs<T>& a) {
     constexpr bool kI = decltype(i64)::value;
     static const std::int64_t resident = resident_blocks(TUT_KERNEL(bwd_v10_row_writer_kernel<kV, kI, T>), kRowBlock, 0);
     const std::int64_t needed = (ra.items + ra.items_per_block - 1) / ra.items_per_block;
-    const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+    const unsigned grid = one_wave_grid(needed, resident);
     bwd_v10_row_writer_kernel<kV, kI, T><<<grid, kRowBlock, 0, s>>>(a, ra);
   };
   const auto width = [&](auto i64) {

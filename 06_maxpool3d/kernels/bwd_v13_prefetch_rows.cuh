@@ -70,18 +70,7 @@ TUT_HD inline void fetch_item(const BackwardArgs<T>& a, const RowArgs& ra, const
   const Window& w = a.w;
   std::int64_t lead;
   int d, oh;
-  if (ra.narrow) {
-    std::uint32_t u = static_cast<std::uint32_t>(it), q = ra.by_oH.div(u);
-    oh = static_cast<int>(u - q * static_cast<std::uint32_t>(w.oH));
-    u = q;
-    q = ra.by_D.div(u);
-    d = static_cast<int>(u - q * static_cast<std::uint32_t>(w.D));
-    lead = q;
-  } else {
-    oh = static_cast<int>(it % w.oH);
-    d = static_cast<int>((it / w.oH) % w.D);
-    lead = it / w.oH / w.D;
-  }
+  item_place(w, ra, it, lead, d, oh);
   const int od = owning_output(d, w.p[0], w.oD, ra.by_s[0]);
   r.oh = oh;
   r.jd = kInt64 ? 0 : place_in_window(d, od, w.k[0], w.s[0], w.p[0], w.dil[0]);
@@ -210,7 +199,7 @@ void bwd_v13_prefetch_rows(cudaStream_t s, const BackwardArgs<T>& a) {
     static const std::int64_t resident =
         resident_blocks(TUT_KERNEL(bwd_v13_prefetch_rows_kernel<kV, kI, kO, T>), kRowBlock, 0);
     const std::int64_t needed = (pa.ra.items + pa.teams_per_block - 1) / pa.teams_per_block;
-    const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, resident)));
+    const unsigned grid = one_wave_grid(needed, resident);
     bwd_v13_prefetch_rows_kernel<kV, kI, kO, T><<<grid, kRowBlock, 0, s>>>(a, pa);
   };
   with_row_item_form(V, int64, one, launch);
