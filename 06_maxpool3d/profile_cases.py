@@ -65,6 +65,9 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # bwd v17 first: the newest rung, on the disjoint case it was built for, beside v10 and PyTorch.
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v17_bulk_store"]),
+    ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v17_bulk_store"]),
     # bwd v16 first: the newest rung, on the disjoint case it was built for, beside v10, v13 and PyTorch.
     ("bwd_k8s8", B, K8S8 + " indices=int64", ["v16_zeros_then_value"]),
     ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v16_zeros_then_value"]),

@@ -28,6 +28,7 @@
 #include "kernels/bwd_v14_channel_gather.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v16_zeros_then_value.cuh"
+#include "kernels/bwd_v17_bulk_store.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -287,6 +288,8 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v15_separable_stages<T>, bwd_v15_kernels<T>(), &bwd_v15_refuses<T>),
       backward_version<T>("v16_zeros_then_value", "deterministic, windows that do not overlap: a thread's chunks of several items zeroed before any load is waited on, then each named cell's dy stored alone",
                           &bwd_v16_zeros_then_value<T>, bwd_v16_kernels<T>(), &bwd_v16_refuses<T>),
+      backward_version<T>("v17_bulk_store", "deterministic, windows that do not overlap: a block builds dx's next span in shared memory (zeros and the named cells) and one bulk copy writes it",
+                          &bwd_v17_bulk_store<T>, bwd_v17_kernels<T>(), &bwd_v17_refuses<T>),
       backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };

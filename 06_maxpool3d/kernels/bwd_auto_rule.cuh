@@ -7,6 +7,7 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
+#include "kernels/bwd_v17_bulk_store.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -29,7 +30,8 @@ enum class BwdPick {
   v9_ordered_tile,
   v10_row_writer,
   v13_prefetch_rows,
-  v15_separable_stages
+  v15_separable_stages,
+  v17_bulk_store
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -41,12 +43,15 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v13_prefetch_rows: return "v13_prefetch_rows";
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
+    case BwdPick::v17_bulk_store: return "v17_bulk_store";
     default: return "v1_gather";
   }
 }
 
-//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), one pass that writes
-//      each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
+//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), v17 where it takes the
+//      case and its spans are at least kBulkAutoMinBytes (kernel 8 stride 8 on 64^3 planes: 16 KiB;
+//      kernel 2 stride 2 on 112^2: 8064 bytes), tentatively, until the suite has measured it; else one
+//      pass that writes each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
 //      (kernel 8 stride 8: an item holds one index, and a warp's stores cover adjacent rows), v10
 //      elsewhere. v16 (a thread's zeros for 4 items before any load is waited on, then the named
 //      cells) lost to both in its own suite run (results/NVIDIA_H100_80GB_HBM3.v16_backward.txt):
@@ -75,9 +80,17 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      a tile that fits its shared memory): v6;
 //   6. anything else: v1.
 inline constexpr int kOrderedAutoMaxRanks = 8;
+inline constexpr int kBulkAutoMinBytes = 4 * 1024;
+
+// Whether auto gives a disjoint case to v17: it takes it, with spans of at least kBulkAutoMinBytes.
+inline bool bulk_auto_takes(const Window& w) {
+  BulkPlan b;
+  return bulk_plan<float>(w, b).empty() && static_cast<std::int64_t>(b.cap) * 4 >= kBulkAutoMinBytes;
+}
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
+    if (bulk_auto_takes(w)) return BwdPick::v17_bulk_store;
     if (bwd_v13_refuses<float>(w).empty())
       return chunk_in_one_output(w, 4) ? BwdPick::v13_prefetch_rows : BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store

@@ -15,6 +15,7 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v16_zeros_then_value.cuh"
+#include "kernels/bwd_v17_bulk_store.cuh"
 #include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/fwd_auto_rule.cuh"
@@ -364,20 +365,23 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v13 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v17 for disjoint NCDHW spans of >= 4 KiB, else v13 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
     return params(k, s, p, d, 0, layout, "int64");
   };
-  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output: chunks span 2 outputs
-  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
+  CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v17_bulk_store);      // spans of 9 output rows, 8064 bytes
+  CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v17_bulk_store);
+  CHECK(pick({2, 64, 32, 28, 28}, idx({2}, {2})) == BwdPick::v10_row_writer);        // 3136-byte planes; chunks span 2 outputs
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);        // 512 (v16 lost there: not a choice)
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v17_bulk_store);           // a 16 KiB plane per span (v16 lost there: not a choice)
+  CHECK(pick({2, 64, 64, 16, 16}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);          // 1 KiB planes: 512 cells per output
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v13_prefetch_rows);       // 64
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
   CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v13_prefetch_rows);  // one channel
-  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v17_bulk_store);        // gaps between windows, 27: spans of 16128 bytes
+  CHECK(pick({2, 64, 48, 24, 24}, idx({2}, {3})) == BwdPick::v10_row_writer);        // 2304-byte planes
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks
@@ -652,6 +656,102 @@ TEST_CASE("bwd v16's threads, run on the host one after another: every dx elemen
   CHECK(ran >= 20);
   CHECK(one >= 2);
   CHECK(corrupt_differs >= 10);
+}
+
+// v17's units on the host, one after another, each built as the kernel builds its stage: zeros,
+// then the cell each of its outputs names, then the span copied to dx. Checks that the units tile
+// dx in order, fit a stage, hold at most a block's 2 outputs per thread, and that no cell is named
+// twice in a unit.
+void run_v17_on_host(ch06::BackwardArgs<float> a) {
+  const ch06::Window& w = a.w;
+  ch06::BulkPlan b;
+  REQUIRE(ch06::bulk_plan<float>(w, b).empty());
+  const bool int64 = w.indices == ch06::IndexFormat::int64;
+  std::vector<float> stage;
+  std::vector<char> named;
+  std::int64_t next = 0;
+  int tiled = 1, fits = 1, once = 1;
+  for (std::int64_t u = 0; u < b.units; ++u) {
+    const ch06::BulkUnit r = ch06::bulk_unit(w, b, u);
+    tiled &= r.g0 == next && r.len > 0;
+    next = r.g0 + r.len;
+    const int outs = (r.ob - r.oa) * w.oW;
+    fits &= r.len <= b.cap && b.cap + 3 <= b.stage && outs <= ch06::kBulkMaxOuts;
+    stage.assign(static_cast<std::size_t>(r.len), 0.0f);
+    named.assign(static_cast<std::size_t>(r.len), 0);
+    for (int j = 0; j < outs; ++j) {
+      const std::int64_t o = r.o0 + j;
+      const std::int64_t saved = int64 ? a.index[o] : ch06::saved_window_cell(a, o);
+      const int oh = r.oa + j / w.oW, ow = j % w.oW;
+      const int e = int64 ? ch06::bulk_named_place<true>(w, b, r, oh, ow, saved)
+                          : ch06::bulk_named_place<false>(w, b, r, oh, ow, saved);
+      if (e < 0) continue;
+      once &= e < r.len && !named[static_cast<std::size_t>(e)];
+      named[static_cast<std::size_t>(e)] = 1;
+      stage[static_cast<std::size_t>(e)] = a.dy[o];
+    }
+    std::memcpy(a.dx + r.g0, stage.data(), stage.size() * sizeof(float));
+  }
+  CHECK(tiled);
+  CHECK(next == w.in_numel());
+  CHECK(fits);
+  CHECK(once);
+}
+
+TEST_CASE("bwd v17's units, run on the host: they tile dx, fit a stage, and give v1's bits; on corrupt indices, v10's bits") {
+  // v16's cases (rows of 2 and 1 elements, 275 outputs per row, chunks in one output), then 1 index
+  // in 7 replaced by a random one (int64: any cell of the plane; compact: any offset of its type):
+  // the inverse compare must give what v10's compare gives, bit for bit.
+  auto cases = host_backward_cases();
+  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}},
+                                              {{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}},
+                                              {{1, 3, 9, 11, 20}, {4}, {4}, {0}}, {{2, 3, 11, 12, 13}, {2}, {4}, {1}, {2}},
+                                              {{2, 3, 10, 10, 10}, {3}, {3}, {1}, {1}, 1}, {{1, 2, 5, 7, 600}, {1}, {1}, {0}},
+                                              {{1, 1, 3, 300, 100}, {1}, {1}, {0}}})
+    for (const char* idx : {"int64", "compact"}) {
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, true));
+    }
+  int ran = 0, multi = 0, corrupt_differs = 0;
+  for (const auto& c : cases) {
+    {
+      HostBackward probe(c);
+      if (!ch06::bwd_v17_refuses<float>(probe.w).empty()) continue;
+    }
+    INFO(c.name);
+    ++ran;
+    HostBackward hb(c);
+    ch06::BulkPlan b;
+    REQUIRE(ch06::bulk_plan<float>(hb.w, b).empty());
+    multi += b.G > 1 && b.groups > 1;
+    run_v17_on_host(hb.args());
+    CHECK(hb.same_bits());
+    HostBackward bad(c), h10(c);
+    const tut::Random rng(77);
+    const std::int64_t plane = bad.w.in_plane();
+    for (std::size_t o = 0; o < bad.dy.size(); ++o) {
+      const std::uint64_t draw = rng.bits(o);
+      if (draw % 7 != 0) continue;
+      if (!bad.index.empty()) bad.index[o] = h10.index[o] = static_cast<std::int64_t>((draw >> 8) % static_cast<std::uint64_t>(plane));
+      if (!bad.offset8.empty()) bad.offset8[o] = h10.offset8[o] = static_cast<std::uint8_t>(draw >> 8);
+      if (!bad.offset16.empty()) bad.offset16[o] = h10.offset16[o] = static_cast<std::int16_t>((draw >> 8) % 32768);
+    }
+    run_v17_on_host(bad.args());
+    run_v10_on_host(h10.args());
+    CHECK(std::memcmp(bad.dx.data(), h10.dx.data(), bad.dx.size() * sizeof(float)) == 0);
+    corrupt_differs += !bad.same_bits();
+  }
+  CHECK(ran >= 20);
+  CHECK(multi >= 2);
+  CHECK(corrupt_differs >= 10);
+  // What it refuses: overlap, NDHWC with channels, more than 512 outputs in a row, a row segment
+  // past a stage.
+  CHECK_FALSE(ch06::bwd_v17_refuses<float>(win({1, 2, 8, 8, 8}, params({3}, {2}, {1}, {1}, 0, "NCDHW", "int64"))).empty());
+  CHECK_FALSE(ch06::bwd_v17_refuses<float>(win({1, 4, 8, 8, 8}, params({2}, {2}, {0}, {1}, 0, "NDHWC", "int64"))).empty());
+  CHECK(ch06::bwd_v17_refuses<float>(win({1, 1, 8, 8, 8}, params({2}, {2}, {0}, {1}, 0, "NDHWC", "int64"))).empty());
+  CHECK_FALSE(ch06::bwd_v17_refuses<float>(win({1, 1, 2, 2, 600}, params({1}, {1}, {0}, {1}, 0, "NCDHW", "int64"))).empty());
+  CHECK_FALSE(ch06::bwd_v17_refuses<float>(win({1, 1, 8, 64, 4000}, params({8}, {8}, {0}, {1}, 0, "NCDHW", "int64"))).empty());
+  CHECK(ch06::bwd_v17_refuses<float>(win({1, 1, 8, 64, 1000}, params({8}, {8}, {0}, {1}, 0, "NCDHW", "int64"))).empty());
 }
 
 TEST_CASE("bwd v11, run on the host element by element: v1's bits; it takes at most 3 outputs per axis, undilated") {

@@ -209,6 +209,18 @@ TEST_CASE("bwd v16 stores zeros 16 bytes at a time and each named cell's dy 4 by
   }
 }
 
+TEST_CASE("bwd v17 writes dx's spans with the bulk copy (UBLKCP), no 16-byte store, no atomics" * doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v17_bulk_store_kernel<true, float>", "bwd_v17_bulk_store_kernel<false, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "UBLKCP") >= 1);  // the sm_90 bulk copy from shared to global memory
+    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOM") == 0);
+    CHECK(tut::count_memory_ops(k, "STG", 128) == 0);  // the body goes by the copy engine
+    CHECK(tut::count_memory_ops(k, "STG", 32) >= 1);   // a span's unaligned ends, by threads
+    CHECK(spills(k) == 0);
+  }
+}
+
 TEST_CASE("fwd v9 reads 16-byte pieces: its NCDHW lanes merge with shuffles, its NDHWC rows through shared memory" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"fwd_v9_runs_kernel<4, float>", "fwd_v9_columns_kernel<4, float>"}) {
