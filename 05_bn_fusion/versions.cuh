@@ -34,6 +34,7 @@
 #include "kernels/fwd_v8_cluster.cuh"
 #include "kernels/fwd_v9_two_launches.cuh"
 #include "kernels/fwd_v10_cluster_narrow.cuh"
+#include "kernels/fwd_v11_early_loads.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -205,6 +206,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
     v.setup = [](ForwardInstance<T, kAdd>&, tut::Workspace&) { require_clusters("fwd_v10_cluster_narrow"); };
     p.versions.push_back(std::move(v));
   }
+  p.versions.push_back(fwd_version<T, kAdd>("v11_early_loads",
+                                            "v9, the pass's loads issued before its wait, x staged by cp.async, merges batched",
+                                            &fwd_v11_early_loads<T, kAdd>, &fwd_v11_scratch_bytes<T>,
+                                            fwd_v11_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -87,8 +87,9 @@ inline constexpr int kV9Items = V == 1 ? 8 : 4;
 template <int V, V9Walk kWalk>
 inline constexpr int kV9PassItems = V == 1 && kWalk == V9Walk::flat ? 4 : kV9Items<V>;
 
-// `packs`: x, y (and r) 16-byte aligned.
-inline V9Plan v9_plan(const Shape4& s, bool packs, int Vp) {
+// `packs`: x, y (and r) 16-byte aligned. `flat_partials`: the flat walk's Q * C at most (v11 asks
+// for fewer).
+inline V9Plan v9_plan(const Shape4& s, bool packs, int Vp, std::int64_t flat_partials = kV9FlatPartials) {
   V9Plan p;
   const std::int64_t n = s.numel(), M = s.per_channel();
   p.hw = Divisor(s.HW);
@@ -101,7 +102,7 @@ inline V9Plan v9_plan(const Shape4& s, bool packs, int Vp) {
     const std::int64_t unit = s.C / std::gcd(s.C, per_step);  // Q a multiple of it: the step a multiple of C
     const std::int64_t most = std::max(unit, kV9Blocks / unit * unit);
     std::int64_t Q = std::min(most, cdiv(cdiv(p.units, kBlock), unit) * unit);  // no block without a pack
-    Q = std::min(Q, std::max(unit, kV9FlatPartials / s.C / unit * unit));
+    Q = std::min(Q, std::max(unit, flat_partials / s.C / unit * unit));
     p.Q = Q;
     p.groups = 1;
     p.items = cdiv(p.units, Q * kBlock);

@@ -498,6 +498,8 @@ TEST_CASE("v8's cut: every element once, by one cluster, at most 32 channels eac
 
 TEST_CASE("v9's walks: every element once; flat, one channel per slot and whole mask words per lane group") {
   using namespace ch05;
+  // v9's cap on the flat walk's partials, and v11's.
+  for (const std::int64_t budget : {std::int64_t{kV9FlatPartials}, kV11FlatPartials})
   for (const Layout layout : {Layout::nchw, Layout::nhwc})
     for (const auto& d : std::vector<std::vector<std::int64_t>>{{1, 1, 1, 2}, {2, 1, 1, 1}, {5, 3, 7, 7}, {4, 33, 17, 19},
                                                                {4, 48, 5, 5}, {2, 64, 30, 30}, {3, 68, 5, 7},
@@ -505,17 +507,20 @@ TEST_CASE("v9's walks: every element once; flat, one channel per slot and whole 
       for (const int Vp : {4, 8})
         for (const bool packs : {true, false}) {
           const Shape4 s{d[0], d[1], d[2] * d[3], layout};
-          const V9Plan p = v9_plan(s, packs, Vp);
+          const V9Plan p = v9_plan(s, packs, Vp, budget);
           INFO(d[0], "x", d[1], "x", d[2], "x", d[3], (layout == Layout::nchw ? " NCHW" : " NHWC"), " V ", Vp,
-               packs ? " aligned" : " unaligned");
+               packs ? " aligned" : " unaligned", " budget ", budget);
           CHECK(p.Q >= 1);
-          CHECK(p.Q * s.C * sizeof(Welford) <= std::max(fwd_v9_scratch_bytes<float>(s), fwd_v9_scratch_bytes<__half>(s)));
+          if (budget == kV9FlatPartials)
+            CHECK(p.Q * s.C * sizeof(Welford) <= std::max(fwd_v9_scratch_bytes<float>(s), fwd_v9_scratch_bytes<__half>(s)));
+          else
+            CHECK(p.Q * s.C * sizeof(float4) <= std::max(fwd_v11_scratch_bytes<float>(s), fwd_v11_scratch_bytes<__half>(s)));
           std::vector<int> seen(static_cast<std::size_t>(s.numel()), 0);
           std::int64_t wrong_channel = 0, split_words = 0;
           if (p.walk == V9Walk::flat) {
             CHECK(layout == Layout::nhwc);
             CHECK(p.Q * kBlock * p.V % s.C == 0);  // the step is whole rows
-            CHECK(p.Q * s.C <= kV9FlatPartials);
+            CHECK(p.Q * s.C <= std::max(budget, s.C / std::gcd(s.C, std::int64_t{kBlock} * p.V) * s.C));
             for (std::int64_t q = 0; q < p.Q; ++q)
               for (int t = 0; t < kBlock; ++t) {
                 const std::int64_t first = q * kBlock + t;
@@ -563,6 +568,13 @@ TEST_CASE("v9's walks: every element once; flat, one channel per slot and whole 
   CHECK((b.walk == V9Walk::flat && b.V == 4 && b.Q == 528));
   const V9Plan c = v9_plan(Shape4{4, 33, 17 * 19, Layout::nhwc}, true, 4);
   CHECK((c.walk == V9Walk::flat && c.V == 4 && c.Q == 66));
+  // v11 (Q * C <= 2048): the same cuts at 64x1024x7x7 and 8x3x224x224; 33 blocks of 2 packs per
+  // thread at 4x33x17x19.
+  const V9Plan a11 = v9_plan(Shape4{64, 1024, 49, Layout::nhwc}, true, 4, kV11FlatPartials);
+  CHECK((a11.walk == V9Walk::rows && a11.Q == 16 && a11.items == 7));
+  CHECK(v9_plan(Shape4{8, 3, 224 * 224, Layout::nhwc}, true, 4, kV11FlatPartials).Q == 528);
+  const V9Plan c11 = v9_plan(Shape4{4, 33, 17 * 19, Layout::nhwc}, true, 4, kV11FlatPartials);
+  CHECK((c11.walk == V9Walk::flat && c11.Q == 33 && c11.items == 2));
 }
 
 TEST_CASE("floors: the single-read bytes per element, and the two-pass model beside them") {

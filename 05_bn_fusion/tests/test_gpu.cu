@@ -121,8 +121,8 @@ std::vector<tut::Case> v9_shapes(const tut::Problem<Inst>& p) {
 }
 
 template <class Inst>
-void check_v9(const tut::Problem<Inst>& p) {
-  const auto q = only(p, "v9_two_launches");
+void check_v9(const tut::Problem<Inst>& p, const char* name = "v9_two_launches") {
+  const auto q = only(p, name);
   tut::check_cases(q, v9_shapes(p));
   tut::check_offsets(q, small_shapes(p));
 }
@@ -221,6 +221,13 @@ TEST_SUITE("gpu") {
     check_v9(bn_add_relu_f32());
     check_v9(bn_relu_f16());
     check_v9(bn_add_relu_f16());
+  }
+
+  TEST_CASE("v11_early_loads: every forward, v9's shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    check_v9(bn_relu_f32(), "v11_early_loads");
+    check_v9(bn_add_relu_f32(), "v11_early_loads");
+    check_v9(bn_relu_f16(), "v11_early_loads");
+    check_v9(bn_add_relu_f16(), "v11_early_loads");
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {

@@ -234,6 +234,33 @@ TEST_CASE("v9: the statistics kernel lets the pass start (PREEXIT), 4 packs in f
   CHECK(tut::count_memory_ops(rows, "STG", 8) >= 4);
 }
 
+TEST_CASE("v11: x in flight by cp.async before the pass waits, with gamma, beta and the running statistics; no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  const auto& stats = kernel("fwd_v11_stats_kernel<float, 4, 8, (ch05::V9Walk)1>");
+  const auto& rows = kernel("fwd_v11_apply_kernel<float, 4, 8, false, (ch05::V9Walk)1, true>");
+  const auto& add = kernel("fwd_v11_apply_kernel<float, 4, 4, true, (ch05::V9Walk)1, true>");
+  CHECK(tut::count_opcode(stats, "PREEXIT") == 1);
+  CHECK(count_in(stats.code, "LDGSTS", 128) == 8);
+  for (const auto* k : {&stats, &rows, &add}) {
+    INFO(k->name);
+    CHECK(tut::count_opcode(*k, "LDL") == 0);
+    CHECK(tut::count_opcode(*k, "STL") == 0);
+  }
+  // In the pass, the first batch's copies (8 of x; 4 of x and 4 of r) and the per-channel loads
+  // (gamma, beta, the running statistics) come before the wait (ACQBULK); after it, the partials,
+  // 4 loads of 16 bytes at a time.
+  for (const auto* k : {&rows, &add}) {
+    INFO(k->name);
+    const auto wait = std::find_if(k->code.begin(), k->code.end(),
+                                   [](const tut::SassInstruction& i) { return i.opcode == "ACQBULK"; });
+    REQUIRE(wait != k->code.end());
+    const std::vector<tut::SassInstruction> before(k->code.begin(), wait), after(wait, k->code.end());
+    CHECK(count_in(before, "LDGSTS", 128) == 8);
+    CHECK(count_in(before, "LDG", 32) == 4);
+    CHECK(count_in(after, "LDG.E.128.STRONG.GPU") == 4);
+  }
+}
+
 TEST_CASE("v10: v8's kernel cut for 4 blocks per SM in float spills its packs; v8's own does not" *
           doctest::skip(kNoCuobjdump)) {
   // The float NHWC kernel with whole mask bytes, 8 packs per thread at 64 registers (v10), beside
