@@ -2,8 +2,8 @@
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
 //   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v17 (spans
-//      of dx built in shared memory, written by bulk copies) where its spans are at least 4 KiB,
-//      tentatively; else one pass of 16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
+//      of dx built in shared memory, written by bulk copies) where every 4-element chunk lies in one
+//      output and its spans are at least 4 KiB, tentatively; else one pass of 16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
 //      index per item, a warp's stores on adjacent rows) where every 4-element chunk lies in one
 //      output along W, else v10 (v16, zeros before any load is waited on, lost to both: not a
 //      choice); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a

@@ -48,9 +48,9 @@ inline const char* bwd_pick_name(BwdPick p) {
   }
 }
 
-//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), v17 where it takes the
-//      case and its spans are at least kBulkAutoMinBytes (kernel 8 stride 8 on 64^3 planes: 16 KiB;
-//      kernel 2 stride 2 on 112^2: 8064 bytes), tentatively, until the suite has measured it; else one
+//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), where every chunk lies
+//      in one output, v17 where its spans are at least kBulkAutoMinBytes (kernel 8 stride 8 on 64^3
+//      planes: 16 KiB), tentatively, until the suite has measured its second form; else one
 //      pass that writes each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
 //      (kernel 8 stride 8: an item holds one index, and a warp's stores cover adjacent rows), v10
 //      elsewhere. v16 (a thread's zeros for 4 items before any load is waited on, then the named
@@ -90,9 +90,9 @@ inline bool bulk_auto_takes(const Window& w) {
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
-    if (bulk_auto_takes(w)) return BwdPick::v17_bulk_store;
-    if (bwd_v13_refuses<float>(w).empty())
-      return chunk_in_one_output(w, 4) ? BwdPick::v13_prefetch_rows : BwdPick::v10_row_writer;
+    if (bwd_v13_refuses<float>(w).empty() && chunk_in_one_output(w, 4))
+      return bulk_auto_takes(w) ? BwdPick::v17_bulk_store : BwdPick::v13_prefetch_rows;
+    if (bwd_v13_refuses<float>(w).empty()) return BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }

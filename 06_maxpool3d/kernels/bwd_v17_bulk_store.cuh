@@ -26,11 +26,30 @@
 // store. Each dx cell is written once, by the bulk copy or by one thread: no atomics, the same
 // bits every run.
 //
-// Prediction, kernel 8 stride 8: the write stream no longer depends on the threads; one bulk copy
-// of 16 KiB per unit, up to 3 in flight per block while the next is built, 3 blocks per SM, is far more bytes in flight than
-// the ~25 KB per SM that 3.27 TB/s needs over a microsecond of latency. So DRAM busy near the
-// fill's 81 %, about 41-42 us, and 16-byte stores gone from the SASS (UBLKCP in their place);
-// about 0.03 M warp instructions per unit of 16 KiB instead of v10's 11.5 M in all.
+// First form's prediction, kernel 8 stride 8: the write stream no longer depends on the threads;
+// one bulk copy of 16 KiB per unit, up to 3 in flight per block while the next is built, 3 blocks
+// per SM, is far more bytes in flight than the ~25 KB per SM that 3.27 TB/s needs over a
+// microsecond of latency. So DRAM busy near the fill's 81 %, about 41-42 us, and no 16-byte store
+// left in the SASS (UBLKCP in their place).
+//
+// First form, measured (H100, results/forms/v17_first.*): wrong. 0.851 of copy with the int64
+// index and 0.845 compact, where v10 ran 0.937 and 0.936 and v13 0.945 and 0.909 in the same
+// process; raced as auto, 0.968x and 0.961x PyTorch. Nsight Compute (int64): 50.5 us against
+// v10's 46.0, DRAM 67.2 % busy (v10 73.1), 35 % of the warps resident, 51.9 % of the warps' active
+// cycles at a barrier and 8.6 % on a long scoreboard. A block had taken units gridDim.x apart
+// (v10's order) and issued the next unit's index and dy loads before building this unit's stage;
+// the fence that makes the stage visible to the bulk copy (fence.proxy.async: MEMBAR.ALL.CTA and
+// FENCE.VIEW.ASYNC.S in the SASS) then waited for those loads, a load from DRAM per unit, and the
+// block's other warps waited at the barrier behind it: 8192 units over 396 blocks in 50 us is
+// about 2.4 us per unit, a DRAM load's latency under a full write stream and the unit's own work.
+//
+// Second form (this code), three changes. (1) The next unit's loads are issued after the fence,
+// not before it. (2) A block takes a contiguous run of units, so that neighbouring units read the
+// same outputs (on kernel 8 stride 8, 8 units in a row read the same 64 indices: 7 of 8 loads hit
+// the L1), and a 9th warp, which holds no output and never fences, asks the index and dy of the
+// unit 3 ahead into L2 (prefetch.global.L2). (3) Only a thread that wrote to the stage fences. Prediction: a unit costs
+// its own work and the barriers, well under the 2 us that 3 blocks of 16 KiB per SM may take at
+// the fill's rate, so the kernel is bound by DRAM: near the fill's 81 % busy, about 42 us.
 #pragma once
 
 #include "kernels/bwd.cuh"
@@ -39,12 +58,14 @@
 
 namespace ch06 {
 
-inline constexpr int kBulkBlock = 256;
+inline constexpr int kBulkBlock = 256;                     // threads that hold a unit's outputs
+inline constexpr int kBulkThreads = kBulkBlock + 32;       // and a warp that only prefetches
 inline constexpr int kBulkStages = 4;              // spans in shared memory per block
 inline constexpr int kBulkOutsPerThread = 2;       // a unit's outputs per thread
 inline constexpr int kBulkMaxOuts = kBulkBlock * kBulkOutsPerThread;
 inline constexpr int kBulkTargetBytes = 16 * 1024;  // a unit's span, aimed at
 inline constexpr int kBulkMaxBytes = 48 * 1024;     // the largest span a stage holds
+inline constexpr int kBulkAhead = 3;                // units ahead whose index and dy are asked into L2
 
 // The launch's plan, computed on the host (a kernel argument: plain data only).
 struct BulkPlan {
@@ -223,47 +244,66 @@ __device__ __forceinline__ void bulk_fetch(const BackwardArgs<T>& a, const BulkU
   }
 }
 
+// The 128-byte lines of [p, p + bytes) asked into L2 by a warp's lanes.
+__device__ __forceinline__ void bulk_prefetch_lines(const void* p, std::size_t bytes, int lane) {
+  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{127};
+  const std::uintptr_t hi = reinterpret_cast<std::uintptr_t>(p) + bytes;
+  for (std::uintptr_t x = lo + 128u * static_cast<unsigned>(lane); x < hi; x += 32u * 128u)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(x));
+}
+
+// A unit's index and dy, asked into L2 by the prefetching warp, which holds no output and never
+// fences (a fence would wait for its prefetches, if for anything).
 template <bool kInt64, class T>
-__global__ void __launch_bounds__(kBulkBlock) bwd_v17_bulk_store_kernel(BackwardArgs<T> a, BulkPlan b) {
+__device__ __forceinline__ void bulk_prefetch_unit(const BackwardArgs<T>& a, const BulkUnit& r, int lane) {
+  const std::size_t outs = static_cast<std::size_t>(r.ob - r.oa) * a.w.oW;
+  if (kInt64) bulk_prefetch_lines(a.index + r.o0, outs * sizeof(std::int64_t), lane);
+  else if (a.w.compact8()) bulk_prefetch_lines(a.offset8 + r.o0, outs, lane);
+  else bulk_prefetch_lines(a.offset16 + r.o0, outs * sizeof(std::int16_t), lane);
+  bulk_prefetch_lines(a.dy + r.o0, outs * sizeof(T), lane);
+}
+
+template <bool kInt64, class T>
+__global__ void __launch_bounds__(kBulkThreads) bwd_v17_bulk_store_kernel(BackwardArgs<T> a, BulkPlan b) {
   extern __shared__ __align__(128) unsigned char bulk_smem[];
   T* const stages = reinterpret_cast<T*>(bulk_smem);
   constexpr int kPer16 = 16 / static_cast<int>(sizeof(T));
   const Window& w = a.w;
   const int t = static_cast<int>(threadIdx.x);
-  for (int i = t; i < kBulkStages * b.stage; i += kBulkBlock) stages[i] = T(0);
-  // This thread's outputs of a unit: j = t and t + 256, at output row oa + j / oW, column j % oW.
-  int j[kBulkOutsPerThread], oh_of[kBulkOutsPerThread], ow_of[kBulkOutsPerThread];
+  for (int i = t; i < kBulkStages * b.stage; i += kBulkThreads) stages[i] = T(0);
+  bulk_fence_shared();  // the zeros, visible to the bulk copies
+  // This thread's outputs of a unit: j = t and t + 256, at output row oa + j / oW, column j % oW
+  // (none for the prefetching warp, t >= 256).
+  const bool holder = t < kBulkBlock;
+  int j[kBulkOutsPerThread];
   int set[kBulkStages][kBulkOutsPerThread];  // the cells set in each stage, oldest first (-1: none)
 #pragma unroll
   for (int q = 0; q < kBulkOutsPerThread; ++q) {
-    j[q] = t + q * kBulkBlock;
-    oh_of[q] = static_cast<int>(b.by_oW.div(static_cast<std::uint32_t>(j[q])));
-    ow_of[q] = j[q] - oh_of[q] * w.oW;
+    j[q] = holder ? t + q * kBulkBlock : kBulkMaxOuts;
 #pragma unroll
     for (int s = 0; s < kBulkStages; ++s) set[s][q] = -1;
   }
   __syncthreads();
-  std::int64_t u = blockIdx.x;
-  if (u >= b.units) return;
-  BulkUnit cur = bulk_unit(w, b, u);
+  // This block's units: a contiguous run (neighbouring units share their outputs' index and dy:
+  // on kernel 8 stride 8 the 8 depths of a window read the same 64 outputs).
+  const std::int64_t per = b.units / gridDim.x, extra = b.units % gridDim.x, blk = blockIdx.x;
+  const std::int64_t first = blk * per + (blk < extra ? blk : extra), last = first + per + (blk < extra ? 1 : 0);
+  if (first >= last) return;
+  BulkUnit cur = bulk_unit(w, b, first);
   BulkLoad<T> now[kBulkOutsPerThread];
   bulk_fetch<kInt64>(a, cur, j, now);
+  if (!holder)
+    for (std::int64_t v = first + 1; v < first + kBulkAhead && v < last; ++v) bulk_prefetch_unit<kInt64>(a, bulk_unit(w, b, v), t & 31);
   int stage = 0;
-  for (; u < b.units; u += gridDim.x) {
-    // The next unit's loads, in flight while this one is built and copied.
-    const std::int64_t un = u + gridDim.x;
-    BulkUnit nxt;
-    BulkLoad<T> later[kBulkOutsPerThread];
-    if (un < b.units) {
-      nxt = bulk_unit(w, b, un);
-      bulk_fetch<kInt64>(a, nxt, j, later);
-    }
+  for (std::int64_t u = first; u < last; ++u) {
     T* const buf = stages + stage * b.stage;
     // This stage's bulk copy (4 units ago) has been read (thread 0 waited, then the barrier at the
     // end of the last unit): put back the zeros this thread set there.
+    bool wrote = false;
 #pragma unroll
     for (int q = 0; q < kBulkOutsPerThread; ++q) {
       if (set[0][q] >= 0) buf[set[0][q]] = T(0);
+      wrote |= set[0][q] >= 0;
 #pragma unroll
       for (int s = 0; s + 1 < kBulkStages; ++s) set[s][q] = set[s + 1][q];
     }
@@ -274,16 +314,30 @@ __global__ void __launch_bounds__(kBulkBlock) bwd_v17_bulk_store_kernel(Backward
 #pragma unroll
     for (int q = 0; q < kBulkOutsPerThread; ++q) {
       int e = -1;
-      if (j[q] < outs) e = bulk_named_place<kInt64>(w, b, cur, cur.oa + oh_of[q], ow_of[q], now[q].saved);
+      if (j[q] < outs) {
+        const int r = static_cast<int>(b.by_oW.div(static_cast<std::uint32_t>(j[q])));
+        e = bulk_named_place<kInt64>(w, b, cur, cur.oa + r, j[q] - r * w.oW, now[q].saved);
+      }
       if (e >= 0) buf[shift + e] = now[q].grad;
+      wrote |= e >= 0;
       set[kBulkStages - 1][q] = e >= 0 ? shift + e : -1;
     }
-    bulk_fence_shared();  // this thread's writes to the stage, visible to the bulk copy
+    // This thread's writes to the stage, visible to the bulk copy: a fence, only where it wrote
+    // (on kernel 8 stride 8, 1 thread in 8 of the 64 with an output). The fence waits for the
+    // thread's loads in flight (first form: the next unit's, issued before it, so a unit waited a
+    // whole load latency here); the next unit's loads go after it.
+    if (wrote) bulk_fence_shared();
+    const BulkUnit here = cur;
+    if (u + 1 < last) {
+      cur = bulk_unit(w, b, u + 1);
+      if (holder) bulk_fetch<kInt64>(a, cur, j, now);
+    }
+    if (!holder && u + kBulkAhead < last) bulk_prefetch_unit<kInt64>(a, bulk_unit(w, b, u + kBulkAhead), t & 31);
     __syncthreads();
     int head = (kPer16 - shift) % kPer16;
-    if (head > cur.len) head = cur.len;
-    const int body = (cur.len - head) / kPer16 * kPer16, tail = cur.len - head - body;
-    T* const dst = a.dx + cur.g0;
+    if (head > here.len) head = here.len;
+    const int body = (here.len - head) / kPer16 * kPer16, tail = here.len - head - body;
+    T* const dst = a.dx + here.g0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (t == 0) {
       if (body > 0) bulk_store(dst + head, buf + shift + head, static_cast<std::uint32_t>(body * sizeof(T)));
@@ -292,13 +346,10 @@ __global__ void __launch_bounds__(kBulkBlock) bwd_v17_bulk_store_kernel(Backward
     if (t < head) dst[t] = buf[shift + t];
     else if (t >= 32 && t - 32 < tail) dst[head + body + t - 32] = buf[shift + head + body + t - 32];
 #else
-    for (int e = t; e < cur.len; e += kBulkBlock) dst[e] = buf[shift + e];
+    for (int e = t; e < here.len; e += kBulkThreads) dst[e] = buf[shift + e];
 #endif
     __syncthreads();  // thread 0's wait, before any thread zeroes the next stage
     stage = stage + 1 == kBulkStages ? 0 : stage + 1;
-    cur = nxt;
-#pragma unroll
-    for (int q = 0; q < kBulkOutsPerThread; ++q) now[q] = later[q];
   }
   if (t == 0) bulk_wait_all();  // every bulk copy complete before the block's shared memory goes
 }
@@ -326,8 +377,8 @@ void bwd_v17_bulk_store(cudaStream_t s, const BackwardArgs<T>& a) {
       return true;
     }();
     (void)opted;
-    const unsigned grid = one_wave_grid(b.units, resident_blocks(k, kBulkBlock, smem));
-    bwd_v17_bulk_store_kernel<kI, T><<<grid, kBulkBlock, smem, s>>>(a, b);
+    const unsigned grid = one_wave_grid(b.units, resident_blocks(k, kBulkThreads, smem));
+    bwd_v17_bulk_store_kernel<kI, T><<<grid, kBulkThreads, smem, s>>>(a, b);
   };
   if (a.w.indices == IndexFormat::int64) launch(std::true_type{});
   else launch(std::false_type{});
