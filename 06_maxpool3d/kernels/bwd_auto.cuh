@@ -1,12 +1,11 @@
 // bwd auto: the deterministic backward a user calls. Its rule (kernels/bwd_auto_rule.cuh) reads only
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
-//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): v17 (spans
-//      of dx built in shared memory, written by bulk copies) where every 4-element chunk lies in one
-//      output and its spans are at least 4 KiB, tentatively; else one pass of 16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
+//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): one pass of
+//      16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
 //      index per item, a warp's stores on adjacent rows) where every 4-element chunk lies in one
-//      output along W, else v10 (v16, zeros before any load is waited on, lost to both: not a
-//      choice); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
+//      output along W, else v10 (v16, zeros before any load is waited on, and v17's first form,
+//      spans written by bulk copies, lost to both: not choices); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
 //      memset and a plain store per output;
 //   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against 0.366 of copy: not a choice);
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
@@ -26,7 +25,6 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
-#include "kernels/bwd_v17_bulk_store.cuh"
 
 namespace ch06 {
 
@@ -40,7 +38,6 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
     case BwdPick::v13_prefetch_rows: return bwd_v13_prefetch_rows(s, a);
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
-    case BwdPick::v17_bulk_store: return bwd_v17_bulk_store(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

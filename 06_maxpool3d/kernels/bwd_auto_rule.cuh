@@ -7,7 +7,6 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
-#include "kernels/bwd_v17_bulk_store.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -30,8 +29,7 @@ enum class BwdPick {
   v9_ordered_tile,
   v10_row_writer,
   v13_prefetch_rows,
-  v15_separable_stages,
-  v17_bulk_store
+  v15_separable_stages
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -43,21 +41,23 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v13_prefetch_rows: return "v13_prefetch_rows";
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
-    case BwdPick::v17_bulk_store: return "v17_bulk_store";
     default: return "v1_gather";
   }
 }
 
-//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), where every chunk lies
-//      in one output, v17 where its spans are at least kBulkAutoMinBytes (kernel 8 stride 8 on 64^3
-//      planes: 16 KiB), tentatively, until the suite has measured its second form; else one
-//      pass that writes each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
+//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), one pass that writes
+//      each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
 //      (kernel 8 stride 8: an item holds one index, and a warp's stores cover adjacent rows), v10
 //      elsewhere. v16 (a thread's zeros for 4 items before any load is waited on, then the named
 //      cells) lost to both in its own suite run (results/NVIDIA_H100_80GB_HBM3.v16_backward.txt):
 //      kernel 8 stride 8, 0.841 and 0.769 of copy (int64, compact) against v10's 0.945 and 0.909
 //      and v13's 0.938 and 0.906; raced as auto, 0.876x and 0.824x PyTorch; kernel 2 stride 2,
-//      0.740 and 0.646 against v10's 0.847 and 0.822. It is not a choice. v10 was the fastest
+//      0.740 and 0.646 against v10's 0.847 and 0.822. It is not a choice. Nor is v17 (spans of dx
+//      built in shared memory, written by bulk copies): its first form lost to v10 and v13 in one
+//      process (results/forms/v17_first.bench.txt): kernel 8 stride 8, 0.851 and 0.845 of copy
+//      (int64, compact) against v10's 0.937 and 0.936 and v13's 0.945 and 0.909, raced as auto
+//      0.968x and 0.961x PyTorch; kernel 2 stride 2, 0.836 and 0.728 against v10's 0.847 and
+//      0.823. Its second form has not yet been measured. v10 was the fastest
 //      version on all four such suite cases (kernel 8 stride 8, 48.0 and 47.7 us (int64, compact)
 //      against v7's memset and stores 49.0 and 48.7; kernel 2 stride
 //      2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4); v13's first form, whose chunks on
@@ -80,19 +80,11 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      a tile that fits its shared memory): v6;
 //   6. anything else: v1.
 inline constexpr int kOrderedAutoMaxRanks = 8;
-inline constexpr int kBulkAutoMinBytes = 4 * 1024;
-
-// Whether auto gives a disjoint case to v17: it takes it, with spans of at least kBulkAutoMinBytes.
-inline bool bulk_auto_takes(const Window& w) {
-  BulkPlan b;
-  return bulk_plan<float>(w, b).empty() && static_cast<std::int64_t>(b.cap) * 4 >= kBulkAutoMinBytes;
-}
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
-    if (bwd_v13_refuses<float>(w).empty() && chunk_in_one_output(w, 4))
-      return bulk_auto_takes(w) ? BwdPick::v17_bulk_store : BwdPick::v13_prefetch_rows;
-    if (bwd_v13_refuses<float>(w).empty()) return BwdPick::v10_row_writer;
+    if (bwd_v13_refuses<float>(w).empty())
+      return chunk_in_one_output(w, 4) ? BwdPick::v13_prefetch_rows : BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }

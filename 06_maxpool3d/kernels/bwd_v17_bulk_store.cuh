@@ -22,8 +22,8 @@
 // and up to 3 + 3 threads store its unaligned ends from the stage. Four units later the stage is
 // reused: its bulk copy has been read out (cp.async.bulk.wait_group.read), and each thread puts
 // back the zeros over the cells it set. The next unit's index and dy are loaded into registers
-// before this unit's cells are set, so a load is waited on at most once per unit and never by a
-// store. Each dx cell is written once, by the bulk copy or by one thread: no atomics, the same
+// while this unit is copied, so a load is waited on at most once per unit and never by a store.
+// Each dx cell is written once, by the bulk copy or by one thread: no atomics, the same
 // bits every run.
 //
 // First form's prediction, kernel 8 stride 8: the write stream no longer depends on the threads;
@@ -32,24 +32,32 @@
 // microsecond of latency. So DRAM busy near the fill's 81 %, about 41-42 us, and no 16-byte store
 // left in the SASS (UBLKCP in their place).
 //
-// First form, measured (H100, results/forms/v17_first.*): wrong. 0.851 of copy with the int64
-// index and 0.845 compact, where v10 ran 0.937 and 0.936 and v13 0.945 and 0.909 in the same
-// process; raced as auto, 0.968x and 0.961x PyTorch. Nsight Compute (int64): 50.5 us against
-// v10's 46.0, DRAM 67.2 % busy (v10 73.1), 35 % of the warps resident, 51.9 % of the warps' active
-// cycles at a barrier and 8.6 % on a long scoreboard. A block had taken units gridDim.x apart
-// (v10's order) and issued the next unit's index and dy loads before building this unit's stage;
-// the fence that makes the stage visible to the bulk copy (fence.proxy.async: MEMBAR.ALL.CTA and
-// FENCE.VIEW.ASYNC.S in the SASS) then waited for those loads, a load from DRAM per unit, and the
-// block's other warps waited at the barrier behind it: 8192 units over 396 blocks in 50 us is
-// about 2.4 us per unit, a DRAM load's latency under a full write stream and the unit's own work.
+// First form, measured (H100, results/forms/v17_first.*, one bench process; its GPU tests passed):
+// wrong. On kernel 8
+// stride 8, 0.851 of copy with the int64 index and 0.845 compact, where v10 ran 0.937 and 0.936
+// and v13 0.945 and 0.909; raced as auto, 0.968x and 0.961x PyTorch. Kernel 2 stride 2, 0.836 and
+// 0.728 (v10 0.847 and 0.823); kernel 2 stride 3 (int64), 0.767 (v10 0.781). Nsight Compute
+// (kernel 8 stride 8, int64): 50.5 us against v10's 46.0, DRAM 67.2 % busy (v10 73.1), 113.7 MB
+// of DRAM traffic (one pass, as v10), 35 % of the warps resident, and 51.9 % of the warps' active
+// cycles at a barrier, 8.6 % on a long scoreboard. 8192 units over 396 blocks in 50 us is about
+// 2.4 us per unit, where 3 blocks of 16 KiB per SM at the fill's rate allow 2.0.
+// What held each unit, read from the SASS (the profile did not count the stall on memory
+// barriers, so this is a reading, not a measurement): the first form took units gridDim.x apart
+// (v10's order) and issued the next unit's index and dy loads at the top of the loop, before
+// building this unit's stage; the fence that makes the stage visible to the bulk copy
+// (fence.proxy.async: MEMBAR.ALL.CTA, then FENCE.VIEW.ASYNC.S) orders the thread's earlier memory
+// accesses, those loads among them, so every unit would wait for a load from DRAM under a full
+// write stream, and the block's other warps at the barrier behind it.
 //
 // Second form (this code), three changes. (1) The next unit's loads are issued after the fence,
 // not before it. (2) A block takes a contiguous run of units, so that neighbouring units read the
-// same outputs (on kernel 8 stride 8, 8 units in a row read the same 64 indices: 7 of 8 loads hit
-// the L1), and a 9th warp, which holds no output and never fences, asks the index and dy of the
-// unit 3 ahead into L2 (prefetch.global.L2). (3) Only a thread that wrote to the stage fences. Prediction: a unit costs
+// same outputs (on kernel 8 stride 8, 8 units in a row read the same 64 indices), and a 9th warp,
+// which holds no output and never fences, asks the index and dy of the unit 3 ahead into L2
+// (prefetch.global.L2). (3) Only a thread that wrote to the stage fences. Prediction: a unit costs
 // its own work and the barriers, well under the 2 us that 3 blocks of 16 KiB per SM may take at
-// the fill's rate, so the kernel is bound by DRAM: near the fill's 81 % busy, about 42 us.
+// the fill's rate, so the kernel is bound by DRAM: near the fill's 81 % busy, about 42 us on
+// kernel 8 stride 8. Not yet run on a GPU (its CPU and SASS tests pass): the rule does not take
+// it (kernels/bwd_auto_rule.cuh).
 #pragma once
 
 #include "kernels/bwd.cuh"

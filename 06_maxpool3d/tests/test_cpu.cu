@@ -365,7 +365,7 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v17 for disjoint NCDHW spans of >= 4 KiB whose chunks lie in one output, else v13 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v13 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
@@ -374,8 +374,7 @@ TEST_CASE("the backward's rule: v17 for disjoint NCDHW spans of >= 4 KiB whose c
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output: chunks span 2 outputs
   CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v17_bulk_store);           // a 16 KiB plane per span (v16 lost there: not a choice)
-  CHECK(pick({2, 64, 64, 16, 16}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);          // 1 KiB planes: 512 cells per output
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);        // 512 (v16 and v17's first form lost there: not choices)
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v13_prefetch_rows);       // 64
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
   CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v13_prefetch_rows);  // one channel
