@@ -6,19 +6,48 @@ comes from the one process that wrote the file.
 
   tools/cudnn_suite.py results/NVIDIA_H100_80GB_HBM3.json [more.json ...]
 
+A .txt file is read as the benchmark's printed tables (a run stopped before it wrote its JSON).
+
 With more than one file, a last paragraph counts the cases of all of them together, each case
 judged in the last file that holds it (a later run of some cases replaces their verdicts; each
 ratio still comes from one process).
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "tools"))
 import results  # noqa: E402  (common/tools/results.py: loads and checks a results file)
 
 
+def from_text(path):
+    """The benchmark's printed tables (its stdout), for a run stopped before it wrote its JSON: our
+    rows and cuDNN's (the peers named cudnn_*) that passed, with their median as printed (4
+    decimals, so a ratio is good to about 0.5 % at 0.01 ms); without the closing "wrote" line the
+    last case's table may be cut, and is left out."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    head = re.match(r"\S+ on (.+?) \(.*commit (\S+),", lines[0] if lines[0].strip() else lines[1])
+    blocks, cur = [], None
+    for line in lines:
+        m = re.match(r"^(bn_\w+) \[\w+\]\s+(\S+ layout=\S+ eps=\S+ momentum=\S+ shift=\S+)", line)
+        if m:
+            cur = (m.group(1), m.group(2), [])
+            blocks.append(cur)
+            continue
+        f = line.split()
+        t = re.search(r"\s(\d+\.\d+) \[[\d.]+-[\d.]+\]", line)
+        if cur and len(f) > 2 and f[1] in ("own", "peer") and t and line.rstrip().endswith("pass"):
+            lib = "cuDNN" if f[0].startswith("cudnn_") else None
+            cur[2].append({"problem": cur[0], "case": cur[1], "version": f[0], "kind": f[1], "library": lib,
+                           "ms_median": float(t.group(1)), "check": "pass"})
+    done = any(line.startswith("wrote ") for line in lines)
+    runs = [r for b in (blocks if done else blocks[:-1]) for r in b[2]]
+    return {"gpu": head.group(1) if head else "?", "date": "the benchmark's stdout, stopped by its time limit",
+            "commit": head.group(2) if head else "?", "runs": runs}
+
+
 def rows(path, verdicts):
-    doc = results.load(path, "bench")
+    doc = from_text(path) if path.endswith(".txt") else results.load(path, "bench")
     cases = {}
     for r in doc["runs"]:
         if r["check"] != "pass":
