@@ -30,6 +30,22 @@
 // consecutive outputs along the axis from the 8 + k - 1 cells they share, all loaded before the
 // first compare, instead of one output from k cells loaded one loop step after another. Measured
 // on kernel 8 stride 1 (Nsight Compute, H100): the H pass 39 -> 26 us, the D pass 42 -> 27 us.
+//
+// Tried and not kept: the W and H passes as one kernel (results/forms/fwd_r6.*). In NCDHW at
+// stride 1 a block loaded a tile of a (plane, d) slice into shared memory, slid along W there,
+// kept the W pass's (value, jw) in shared memory and slid along H over it, so the W pass's 22 MB
+// of (value, cell) never went to global memory. The prediction was the round trip: about 37 MB
+// moved instead of about 80, 53 us of W and H down to about 18. Measured on kernel 8 stride 1,
+// 1 x 16 x 64^3 (H100, Nsight Compute): the fused kernel 52.3 us against 28.1 + 25.3 for the two
+// passes; 35.0 M warp instructions against 22.4 + 16.8 M; DRAM 11 % busy, 1.3 % of the warps'
+// cycles waiting on global loads, 12 % at its barriers. In the bench v6 took 0.0794 ms against
+// v0's 1.485 (18.7x), the three passes 0.0824 (18.0x) in a process of their own, and on kernel 3
+// stride 1 (4 x 32 x 32 x 64^2) 0.2734 ms against 0.2534: slower. So the prediction was wrong: the
+// round trip went, the time did not, because it follows the instructions. The passes are bound by
+// their compares (8 per output per axis on kernel 8, each a compare, a NaN test and two selects),
+// not by the scratch between them. The next step is fewer compares: van Herk and Gil-Werman's
+// sliding maximum, a suffix run and a prefix run per segment of k cells, about 3 combines per
+// output per axis whatever k is, instead of k.
 #pragma once
 
 #include "kernels/pool.cuh"

@@ -15,6 +15,25 @@
 // the copy ceiling when C >= 32 (a warp's load then covers at least 4 positions x 128 bytes).
 // With overlap the same caching question as v0's; for large overlapping windows the dispatcher
 // prefers v6, which reads this layout too.
+//
+// Loads in flight, where windows do not overlap (fwd_v7_disjoint_kernel). The window loop above
+// compares each cell before it issues the next load: a thread has one 16-byte load in flight, an SM
+// (38 registers, 6 blocks of 256) about 24 KB, near the ~23 KB the H100's DRAM needs in flight per
+// SM (3 TB/s x ~1 us / 132 SMs); the memory-bound NDHWC cases stopped at 0.72 to 0.80 of copy. The
+// second kernel numbers the cells in scan order and takes them kV7Batch at a time (four 16-byte
+// packs, or eight smaller ones), decoded with two FastDivs, all of a batch's loads issued before its
+// first compare: 64 registers, 4 blocks of 256, 64 KB in flight per SM. Prediction: the disjoint
+// cases nearer the copy ceiling. Overlapping windows read their cells again from the caches, where
+// more loads in flight matter less than the occupancy and the decode they cost.
+// Measured (H100, results/forms/fwd_r6.*; the batched kernel ran on every case there): 1024 x 512
+// planes of 4^3, kernel 4, 0.903 of copy against 0.804 (Nsight Compute 49.2 us, DRAM 82.9 % busy,
+// 46 % occupancy; v9 0.817); 8 x 64 x 33^3 kernel 2 ceil_mode 0.894 against 0.798; C = 2
+// (1 x 2 x 128 x 256^2) 0.780 against 0.718; 8^3 with kernel 8, 0.375 against 0.183 (v9 0.789);
+// kernel 2 stride 2 with C = 512 and 64, 0.962 and 0.959 against 0.877 and 0.894; stride 3, 0.826
+// against 0.702. On overlapping windows it lost, every one: kernel 3 stride 1 0.133 against 0.172,
+// dilation 2 0.138 against 0.170, kernel 5 stride 2 0.124 against 0.159, kernel 3 stride 2 0.535
+// against 0.560 (C = 64) and 0.173 against 0.254 (C = 1); hence the choice by windows_disjoint.
+// The first kernel's code is the one measured before (its SASS is unchanged).
 #pragma once
 
 #include "kernels/pool.cuh"
@@ -103,6 +122,104 @@ __global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T
   }
 }
 
+// Windows that do not overlap (windows_disjoint: the stride at least the dilated window on every
+// axis): the same thread items as fwd_v7_channels_last_kernel, but the window's cells numbered in
+// scan order, c = (jd * kH + jh) * kW + jw, and taken kV7Batch at a time, all of a batch's loads
+// issued before its first compare. The same compares in the same order, so the same results.
+// (The position decode and the stores are spelled out again, not shared: the first kernel's code
+// stays as it was measured.)
+template <int V, class T>
+inline constexpr int kV7Batch = 64 / (V * static_cast<int>(sizeof(T))) < 8 ? 64 / (V * static_cast<int>(sizeof(T))) : 8;
+
+template <int V, class T>
+__global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, FastDiv by_groups, FastDiv by_ow,
+                                                              FastDiv by_oh, FastDiv by_od, FastDiv by_kw,
+                                                              FastDiv by_kh) {
+  using Pack = tut::ew::Packed<T, V>;
+  constexpr int kB = kV7Batch<V, T>;
+  const Window& w = a.w;
+  const std::int64_t groups = w.C / V, total = w.N * w.out_plane() * groups;
+  const bool narrow = total <= kMaxInt32;
+  const int cells = w.cells();
+  for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o < total;
+       o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t g, n;
+    int ow, oh, od;
+    if (narrow) {
+      std::uint32_t r = static_cast<std::uint32_t>(o), q = by_groups.div(r);
+      g = r - q * static_cast<std::uint32_t>(groups);
+      r = q;
+      q = by_ow.div(r);
+      ow = static_cast<int>(r - q * w.oW);
+      r = q;
+      q = by_oh.div(r);
+      oh = static_cast<int>(r - q * w.oH);
+      r = q;
+      q = by_od.div(r);
+      od = static_cast<int>(r - q * w.oD);
+      n = q;
+    } else {
+      g = o % groups;
+      std::int64_t r = o / groups;
+      ow = static_cast<int>(r % w.oW);
+      r /= w.oW;
+      oh = static_cast<int>(r % w.oH);
+      r /= w.oH;
+      od = static_cast<int>(r % w.oD);
+      n = r / w.oD;
+    }
+    const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
+    T best[V];
+    int cell[V];
+    const int first = first_cell(w, d0, h0, w0);
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      best[l] = lowest<T>();
+      cell[l] = first;
+    }
+    const T* x = a.x + n * w.in_plane() * w.C + g * V;
+    for (int c0 = 0; c0 < cells; c0 += kB) {
+      Pack v[kB];
+      bool in[kB];
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        const int c = c0 + u;
+        const std::uint32_t t = by_kw.div(static_cast<std::uint32_t>(c));
+        const int jw = c - static_cast<int>(t) * w.k[2];
+        const int jd = static_cast<int>(by_kh.div(t)), jh = static_cast<int>(t) - jd * w.k[1];
+        const int d = d0 + jd * w.dil[0], h = h0 + jh * w.dil[1], xw = w0 + jw * w.dil[2];
+        in[u] = c < cells && static_cast<unsigned>(d) < static_cast<unsigned>(w.D) &&
+                static_cast<unsigned>(h) < static_cast<unsigned>(w.H) && static_cast<unsigned>(xw) < static_cast<unsigned>(w.W);
+        if (in[u]) v[u] = *reinterpret_cast<const Pack*>(x + ((static_cast<std::int64_t>(d) * w.H + h) * w.W + xw) * w.C);
+      }
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        if (!in[u]) continue;
+#pragma unroll
+        for (int l = 0; l < V; ++l) {
+          if (replaces(best[l], v[u].elem[l])) {
+            best[l] = v[u].elem[l];
+            cell[l] = c0 + u;
+          }
+        }
+      }
+    }
+    const std::int64_t out0 = o * V;  // (n, od, oh, ow, g*V): the output's first channel
+    Pack y;
+#pragma unroll
+    for (int l = 0; l < V; ++l) y.elem[l] = best[l];
+    *reinterpret_cast<Pack*>(a.y + out0) = y;
+    if (w.indices != IndexFormat::none) {
+#pragma unroll
+      for (int l = 0; l < V; ++l) {
+        if (w.indices == IndexFormat::int64) a.index[out0 + l] = flat_index_of(w, d0, h0, w0, cell[l]);
+        else if (w.compact8()) a.offset8[out0 + l] = static_cast<std::uint8_t>(cell[l]);
+        else a.offset16[out0 + l] = static_cast<std::int16_t>(cell[l]);
+      }
+    }
+  }
+}
+
 template <class T>
 std::string fwd_v7_refuses(const Window& w) {
   if (w.layout != Layout::ndhwc) return "fwd_v7_channels_last reads the layout NDHWC only";
@@ -131,6 +248,14 @@ void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
   const FastDiv g = narrow ? FastDiv(groups) : FastDiv(), ow = narrow ? FastDiv(a.w.oW) : FastDiv(),
                 oh = narrow ? FastDiv(a.w.oH) : FastDiv(), od = narrow ? FastDiv(a.w.oD) : FastDiv();
   const unsigned grid = grid_for(total, kBlock, "fwd_v7_channels_last");
+  if (windows_disjoint(a.w)) {
+    const FastDiv kw(a.w.k[2]), kh(a.w.k[1]);
+    if (V == kV) fwd_v7_disjoint_kernel<kV, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od, kw, kh);
+    else if (V == kV / 2) fwd_v7_disjoint_kernel<kV / 2, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od, kw, kh);
+    else fwd_v7_disjoint_kernel<1, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od, kw, kh);
+    TUT_CHECK_LAUNCH("fwd_v7_disjoint_kernel");
+    return;
+  }
   if (V == kV) fwd_v7_channels_last_kernel<kV, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   else if (V == kV / 2) fwd_v7_channels_last_kernel<kV / 2, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   else fwd_v7_channels_last_kernel<1, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
@@ -140,7 +265,9 @@ void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
 template <class T>
 std::vector<const void*> fwd_v7_kernels() {
   return {TUT_KERNEL(fwd_v7_channels_last_kernel<16 / sizeof(T), T>),
-          TUT_KERNEL(fwd_v7_channels_last_kernel<8 / sizeof(T), T>), TUT_KERNEL(fwd_v7_channels_last_kernel<1, T>)};
+          TUT_KERNEL(fwd_v7_channels_last_kernel<8 / sizeof(T), T>), TUT_KERNEL(fwd_v7_channels_last_kernel<1, T>),
+          TUT_KERNEL(fwd_v7_disjoint_kernel<16 / sizeof(T), T>), TUT_KERNEL(fwd_v7_disjoint_kernel<8 / sizeof(T), T>),
+          TUT_KERNEL(fwd_v7_disjoint_kernel<1, T>)};
 }
 
 }  // namespace ch06
