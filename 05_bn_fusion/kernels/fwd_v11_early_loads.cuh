@@ -24,7 +24,7 @@
 // under cuDNN's fused 0.0188 ms. The Add form gains most (r no longer one pack at a time). At
 // 4x33x17x19 the pass drops from 15.8 us to a few round trips, under cuDNN's 0.0101 ms.
 // Evidence: Nsight Compute on both kernels beside v9's and cuDNN's; the benchmark in one process.
-// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.ncu_v11.csv, ..._v11_cases.json, one session
+// Measured on the H100 (results/NVIDIA_H100_80GB_HBM3.ncu_v11.csv, ..._v11_cases.json, one run
 // each). Nsight Compute at 64x1024x7x7 NHWC float: the statistics 8.7 us (v9 10.6), the pass 13.7
 // us (v9 19.5; x read from DRAM there, as Nsight Compute empties the L2 before each kernel), cuDNN's
 // fused kernel 16.4 us. In the pass the L2 sectors per load request went from 1.46 to 4.0 (v9's
