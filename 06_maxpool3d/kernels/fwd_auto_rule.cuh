@@ -29,10 +29,13 @@ inline double window_overlap(const Window& w) {
 //   1. large windows that do not overlap (>= 64 cells, undilated): v9, the window read as a stream
 //      of whole sectors, in NCDHW where the window is one run of its plane (kW = W, and kH = H or
 //      kD = 1: global pooling; 0.849 of copy on 8^3 with kernel 8 against v8's 0.735), and in
-//      NDHWC with more than one channel (0.812 on 4^3 with kernel 4 against v7's 0.810, 0.794 and
-//      0.797 on kernel 8 against v8's 0.672 and 0.678; results/forms/fourth.bench.txt); other
-//      NCDHW windows: v8, a window's rows read with 16-byte loads (one thread per window starves
-//      the memory system),
+//      NDHWC with more than one channel from 128 cells (0.789 and 0.793 on kernel 8, 512 cells,
+//      against v7's 0.375 and 0.374 and v8's 0.671 and 0.683; results/forms/fwd_r6.json); NDHWC
+//      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
+//      before its first compare (0.903 on 4^3 with kernel 4, 64 cells, against v9's 0.817, same
+//      file; no suite case lies between 64 and 512 cells, so the split at 128 is not measured:
+//      it moves only the case that was); other NCDHW windows: v8,
+//      a window's rows read with 16-byte loads (one thread per window starves the memory system),
 //      and v7 or v8 (the rule before v9) where a plane does not fit v9's 32-bit offsets;
 //   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
@@ -46,7 +49,7 @@ inline double window_overlap(const Window& w) {
 inline AutoPick auto_pick(const Window& w) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
   if (big && !w.dilated() && windows_disjoint(w)) {
-    if (plane_fits_32_bits(w) && (cl ? w.C > 1 : window_is_one_run(w))) return AutoPick::v9_run_reduce;
+    if (plane_fits_32_bits(w) && (cl ? w.C > 1 && w.cells() >= 128 : window_is_one_run(w))) return AutoPick::v9_run_reduce;
     return cl && w.C > 1 && w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
   }
   const bool overlapping = window_overlap(w) >= 8;
