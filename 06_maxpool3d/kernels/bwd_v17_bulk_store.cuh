@@ -56,8 +56,14 @@
 // (prefetch.global.L2). (3) Only a thread that wrote to the stage fences. Prediction: a unit costs
 // its own work and the barriers, well under the 2 us that 3 blocks of 16 KiB per SM may take at
 // the fill's rate, so the kernel is bound by DRAM: near the fill's 81 % busy, about 42 us on
-// kernel 8 stride 8. Not yet run on a GPU (its CPU and SASS tests pass): the rule does not take
-// it (kernels/bwd_auto_rule.cuh).
+// kernel 8 stride 8.
+// Second form, measured (H100, the suite run in results/NVIDIA_H100_80GB_HBM3.json, commit
+// f2ab537): wrong, and slower than the first. On kernel 8 stride 8, 0.0561 ms (0.796 of copy) with
+// the int64 index and 0.0564 ms compact, where v10 ran 0.0471 and 0.0470 and v13 0.0482 and
+// 0.0488 in the same process; on kernel 2 stride 2, 0.1336 and 0.1348 ms against v10's 0.1100 and
+// 0.0962. It was not profiled, so which of the three changes cost the time is not known. The whole
+// GPU test binary and the four sanitizers on the newest rungs' case passed with it. The rule does
+// not take it (kernels/bwd_auto_rule.cuh).
 #pragma once
 
 #include "kernels/bwd.cuh"
