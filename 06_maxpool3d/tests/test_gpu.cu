@@ -423,25 +423,12 @@ TEST_SUITE("gpu") {
       }
   }
 
-  TEST_CASE("bwd v16 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *
-            tut::needs_gpu()) {
-    // Zeros first, then the named cell's dy, by the same thread: the value must win every time. The
-    // cases: chunks in one output (kernel 8 and 4), chunks over 2 outputs (kernel 2), gaps and
-    // padding (kernel 2 stride 3), 2- and 1-element chunks (W = 18, W = 13: tails of rows), both
-    // formats. Then 1 index in 7 replaced by a random one (int64: any cell of the plane; compact:
-    // any offset of its type): v16 must store what v10 stores.
+  // A writer for windows that do not overlap, on each setup: the same bits on every run, v10's and
+  // v1's bits, and v10's bits with 1 index in 7 replaced by a random one (int64: any cell of the
+  // plane; compact: any offset of its type), each corruption changing dx.
+  template <class Refuses>
+  void check_disjoint_writer(std::vector<Spec> setups, const char* version, Refuses refuses) {
     const auto& bwd = ch06::maxpool3d_backward_f32();
-    std::vector<Spec> setups;
-    for (const char* idx : {"int64", "compact"})
-      for (Spec s : std::vector<Spec>{{{2, 8, 16, 32, 64}, {8}, {8}, {0}},
-                                      {{3, 7, 12, 20, 36}, {4}, {4}, {0}},
-                                      {{2, 6, 10, 14, 40}, {2}, {2}, {0}},
-                                      {{1, 5, 15, 20, 33}, {2}, {3}, {1}},
-                                      {{2, 3, 9, 12, 18}, {3}, {3}, {1}},
-                                      {{2, 3, 11, 9, 13}, {2, 3, 4}, {2, 3, 4}, {1, 1, 2}}}) {
-        s.indices = idx;
-        setups.push_back(s);
-      }
     if (tut::under_sanitizer()) setups.resize(3);
     const int runs = tut::under_sanitizer() ? 2 : 10;
     int differs_from_forward = 0;
@@ -450,7 +437,7 @@ TEST_SUITE("gpu") {
       INFO(c.name);
       const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
       const auto& w = inst->window();
-      REQUIRE(ch06::bwd_v16_refuses<float>(w).empty());
+      REQUIRE(refuses(w).empty());
       std::vector<float> dy(static_cast<std::size_t>(w.out_numel()));
       tut::Random rng(29);
       for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0);
@@ -465,12 +452,12 @@ TEST_SUITE("gpu") {
         TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
         return out;
       };
-      const auto v16 = run("v16_zeros_then_value");
+      const auto first = run(version);
       int differs = 0;
-      for (int r = 0; r < runs; ++r) differs += run("v16_zeros_then_value") != v16;
+      for (int r = 0; r < runs; ++r) differs += run(version) != first;
       CHECK(differs == 0);
-      CHECK(v16 == run("v10_row_writer"));
-      CHECK(v16 == run("v1_gather"));
+      CHECK(first == run("v10_row_writer"));
+      CHECK(first == run("v1_gather"));
       // Corrupt 1 index in 7, in the case's format.
       const std::int64_t outs = w.out_numel(), plane = w.in_plane();
       const auto corrupt = [&](auto& ix, auto value_of) {
@@ -496,11 +483,32 @@ TEST_SUITE("gpu") {
         std::vector<std::int16_t> ix(static_cast<std::size_t>(outs));
         corrupt(ix, Off16{});
       }
-      const auto bad16 = run("v16_zeros_then_value");
-      CHECK(bad16 == run("v10_row_writer"));
-      differs_from_forward += bad16 != v16;
+      const auto bad = run(version);
+      CHECK(bad == run("v10_row_writer"));
+      differs_from_forward += bad != first;
     }
     CHECK(differs_from_forward == static_cast<int>(setups.size()));  // every corruption changed dx
+  }
+
+  TEST_CASE("bwd v16 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *
+            tut::needs_gpu()) {
+    // Zeros first, then the named cell's dy, by the same thread: the value must win every time. The
+    // cases: chunks in one output (kernel 8 and 4), chunks over 2 outputs (kernel 2), gaps and
+    // padding (kernel 2 stride 3), 2- and 1-element chunks (W = 18, W = 13: tails of rows), both
+    // formats. Then 1 index in 7 replaced by a random one (int64: any cell of the plane; compact:
+    // any offset of its type): v16 must store what v10 stores.
+    std::vector<Spec> setups;
+    for (const char* idx : {"int64", "compact"})
+      for (Spec s : std::vector<Spec>{{{2, 8, 16, 32, 64}, {8}, {8}, {0}},
+                                      {{3, 7, 12, 20, 36}, {4}, {4}, {0}},
+                                      {{2, 6, 10, 14, 40}, {2}, {2}, {0}},
+                                      {{1, 5, 15, 20, 33}, {2}, {3}, {1}},
+                                      {{2, 3, 9, 12, 18}, {3}, {3}, {1}},
+                                      {{2, 3, 11, 9, 13}, {2, 3, 4}, {2, 3, 4}, {1, 1, 2}}}) {
+        s.indices = idx;
+        setups.push_back(s);
+      }
+    check_disjoint_writer(setups, "v16_zeros_then_value", [](const ch06::Window& w) { return ch06::bwd_v16_refuses<float>(w); });
   }
 
   TEST_CASE("bwd v17 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *
@@ -512,7 +520,6 @@ TEST_SUITE("gpu") {
     // 16-byte aligned (W = 18, 13, 9: stored by threads), ceil mode, both formats. Then 1 index in 7
     // replaced by a random one (int64: any cell of the plane; compact: any offset of its type): v17
     // must store what v10 stores.
-    const auto& bwd = ch06::maxpool3d_backward_f32();
     std::vector<Spec> setups;
     for (const char* idx : {"int64", "compact"})
       for (Spec s : std::vector<Spec>{{{2, 8, 16, 32, 64}, {8}, {8}, {0}},
@@ -526,65 +533,7 @@ TEST_SUITE("gpu") {
         s.indices = idx;
         setups.push_back(s);
       }
-    if (tut::under_sanitizer()) setups.resize(3);
-    const int runs = tut::under_sanitizer() ? 2 : 10;
-    int differs_from_forward = 0;
-    for (const auto& setup : setups) {
-      const auto c = ch06::make_pool_case(setup, true);
-      INFO(c.name);
-      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
-      const auto& w = inst->window();
-      REQUIRE(ch06::bwd_v17_refuses<float>(w).empty());
-      std::vector<float> dy(static_cast<std::size_t>(w.out_numel()));
-      tut::Random rng(29);
-      for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0);
-      TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
-      const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
-      auto run = [&](const char* name) {
-        const auto t = tut::make_trial(version_named(bwd, name), *inst);
-        t.poison(nullptr);
-        t.before(nullptr);
-        t.launch(nullptr);
-        std::vector<unsigned char> out(dx_bytes);
-        TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
-        return out;
-      };
-      const auto v17 = run("v17_bulk_store");
-      int differs = 0;
-      for (int r = 0; r < runs; ++r) differs += run("v17_bulk_store") != v17;
-      CHECK(differs == 0);
-      CHECK(v17 == run("v10_row_writer"));
-      CHECK(v17 == run("v1_gather"));
-      // Corrupt 1 index in 7, in the case's format.
-      const std::int64_t outs = w.out_numel(), plane = w.in_plane();
-      const auto corrupt = [&](auto& ix, auto value_of) {
-        TUT_CUDA(cudaMemcpy(ix.data(), inst->operand(value_of.name).device(), ix.size() * sizeof(ix[0]), cudaMemcpyDeviceToHost));
-        for (std::int64_t o = 0; o < outs; ++o) {
-          const std::uint64_t draw = rng.bits(static_cast<std::uint64_t>(o) + (std::uint64_t{1} << 40));
-          if (draw % 7 == 0) ix[static_cast<std::size_t>(o)] = value_of(draw >> 8);
-        }
-        TUT_CUDA(cudaMemcpy(inst->operand(value_of.name).device(), ix.data(), ix.size() * sizeof(ix[0]), cudaMemcpyHostToDevice));
-      };
-      struct Int64 { const char* name = "index"; std::int64_t plane; std::int64_t operator()(std::uint64_t d) const { return static_cast<std::int64_t>(d % static_cast<std::uint64_t>(plane)); } };
-      struct Off8 { const char* name = "offset8"; std::uint8_t operator()(std::uint64_t d) const { return static_cast<std::uint8_t>(d); } };
-      struct Off16 { const char* name = "offset16"; std::int16_t operator()(std::uint64_t d) const { return static_cast<std::int16_t>(d % 32768); } };
-      if (w.indices == ch06::IndexFormat::int64) {
-        std::vector<std::int64_t> ix(static_cast<std::size_t>(outs));
-        Int64 f;
-        f.plane = plane;
-        corrupt(ix, f);
-      } else if (w.compact8()) {
-        std::vector<std::uint8_t> ix(static_cast<std::size_t>(outs));
-        corrupt(ix, Off8{});
-      } else {
-        std::vector<std::int16_t> ix(static_cast<std::size_t>(outs));
-        corrupt(ix, Off16{});
-      }
-      const auto bad17 = run("v17_bulk_store");
-      CHECK(bad17 == run("v10_row_writer"));
-      differs_from_forward += bad17 != v17;
-    }
-    CHECK(differs_from_forward == static_cast<int>(setups.size()));  // every corruption changed dx
+    check_disjoint_writer(setups, "v17_bulk_store", [](const ch06::Window& w) { return ch06::bwd_v17_refuses<float>(w); });
   }
 
   TEST_CASE("the grader rejects known-wrong solutions" * tut::needs_gpu()) {
