@@ -472,6 +472,27 @@ std::vector<tut::Case> host_backward_cases() {
       }
   return cases;
 }
+
+// host_backward_cases() and the row writers' own cases, in both index formats. Each writer's test
+// adds to the cases of the one before it: v10 rows of 2-element chunks (W = 18) and rows of more
+// chunks than a block has threads (W = 1100: 275 chunks, so a thread takes two columns); v13 kernel 8
+// and a non-cubic window; v16 kernel 4; v17 gaps with padding, ceil mode and rows of 600 and 300
+// outputs (several units per plane).
+std::vector<tut::Case> host_writer_cases(int version) {
+  std::vector<ch06::Spec> rows = {{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}}};
+  if (version >= 13) rows.insert(rows.end(), {{{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}}});
+  if (version >= 16) rows.push_back({{1, 3, 9, 11, 20}, {4}, {4}, {0}});
+  if (version >= 17)
+    rows.insert(rows.end(), {{{2, 3, 11, 12, 13}, {2}, {4}, {1}, {2}}, {{2, 3, 10, 10, 10}, {3}, {3}, {1}, {1}, 1},
+                             {{1, 2, 5, 7, 600}, {1}, {1}, {0}}, {{1, 1, 3, 300, 100}, {1}, {1}, {0}}});
+  auto cases = host_backward_cases();
+  for (ch06::Spec s : rows)
+    for (const char* idx : {"int64", "compact"}) {
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, true));
+    }
+  return cases;
+}
 }  // namespace
 
 TEST_CASE("bwd v5's chunks, run on the host: every dx element written once, v1's bits") {
@@ -528,12 +549,7 @@ void run_v10_on_host(ch06::BackwardArgs<float> a) {
 TEST_CASE("bwd v10's items, run on the host thread by thread: every dx element written, v1's bits") {
   // The GPU tests' cases and the host's, plus rows of 2-element chunks (W = 18) and rows of more
   // chunks than a block has threads (W = 1100: 275 chunks, so a thread takes two columns).
-  auto cases = host_backward_cases();
-  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}}})
-    for (const char* idx : {"int64", "compact"}) {
-      s.indices = idx;
-      cases.push_back(ch06::make_pool_case(s, true));
-    }
+  const auto cases = host_writer_cases(10);
   int ran = 0;
   std::map<int, int> widths;
   for (const auto& c : cases) {
@@ -559,13 +575,7 @@ TEST_CASE("bwd v10's items, run on the host thread by thread: every dx element w
 TEST_CASE("bwd v13's threads, run on the host one after another: every dx element written, v1's bits") {
   // v10's cases, each run with the kernel's thread function over grids of 1 and 3 blocks: the teams
   // (R threads splitting an item's rows), the prefetched next item, and the one-output chunks.
-  auto cases = host_backward_cases();
-  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}},
-                                              {{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}}})
-    for (const char* idx : {"int64", "compact"}) {
-      s.indices = idx;
-      cases.push_back(ch06::make_pool_case(s, true));
-    }
+  const auto cases = host_writer_cases(13);
   int ran = 0, teams = 0, one = 0;
   for (const auto& c : cases)
     for (std::int64_t grid : {1, 3}) {
@@ -613,14 +623,7 @@ TEST_CASE("bwd v16's threads, run on the host one after another: every dx elemen
   // v13's cases, over grids of 1 and 3 blocks (groups of U items cut short by the end of the items),
   // then with 1 index in 7 replaced by a random one (int64: any cell of the plane; compact: any
   // offset of its type, past the window's cells too): v16 must give what v10 gives, bit for bit.
-  auto cases = host_backward_cases();
-  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}},
-                                              {{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}},
-                                              {{1, 3, 9, 11, 20}, {4}, {4}, {0}}})
-    for (const char* idx : {"int64", "compact"}) {
-      s.indices = idx;
-      cases.push_back(ch06::make_pool_case(s, true));
-    }
+  const auto cases = host_writer_cases(16);
   int ran = 0, one = 0, corrupt_differs = 0;
   for (const auto& c : cases) {
     {
@@ -699,16 +702,7 @@ TEST_CASE("bwd v17's units, run on the host: they tile dx, fit a stage, and give
   // v16's cases (rows of 2 and 1 elements, 275 outputs per row, chunks in one output), then 1 index
   // in 7 replaced by a random one (int64: any cell of the plane; compact: any offset of its type):
   // the inverse compare must give what v10's compare gives, bit for bit.
-  auto cases = host_backward_cases();
-  for (ch06::Spec s : std::vector<ch06::Spec>{{{1, 2, 10, 12, 18}, {3}, {3}, {1}}, {{1, 1, 3, 4, 1100}, {2, 2, 4}, {2, 2, 4}, {0}},
-                                              {{1, 2, 8, 16, 32}, {8}, {8}, {0}}, {{1, 2, 6, 9, 16}, {2, 3, 4}, {2, 3, 4}, {1, 1, 0}},
-                                              {{1, 3, 9, 11, 20}, {4}, {4}, {0}}, {{2, 3, 11, 12, 13}, {2}, {4}, {1}, {2}},
-                                              {{2, 3, 10, 10, 10}, {3}, {3}, {1}, {1}, 1}, {{1, 2, 5, 7, 600}, {1}, {1}, {0}},
-                                              {{1, 1, 3, 300, 100}, {1}, {1}, {0}}})
-    for (const char* idx : {"int64", "compact"}) {
-      s.indices = idx;
-      cases.push_back(ch06::make_pool_case(s, true));
-    }
+  const auto cases = host_writer_cases(17);
   int ran = 0, multi = 0, corrupt_differs = 0;
   for (const auto& c : cases) {
     {

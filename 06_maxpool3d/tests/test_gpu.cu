@@ -425,10 +425,23 @@ TEST_SUITE("gpu") {
 
   // A writer for windows that do not overlap, on each setup: the same bits on every run, v10's and
   // v1's bits, and v10's bits with 1 index in 7 replaced by a random one (int64: any cell of the
-  // plane; compact: any offset of its type), each corruption changing dx.
+  // plane; compact: any offset of its type), each corruption changing dx. The setups: chunks in one
+  // output (kernel 8 and 4), chunks over 2 outputs (kernel 2), gaps and padding (kernel 2 stride 3),
+  // 2- and 1-element chunks (W = 18, W = 13: tails of rows), then the writer's `extra` ones; all in
+  // the int64 format, then all in the compact one.
   template <class Refuses>
-  void check_disjoint_writer(std::vector<Spec> setups, const char* version, Refuses refuses) {
+  void check_disjoint_writer(const std::vector<Spec>& extra, const char* version, Refuses refuses) {
     const auto& bwd = ch06::maxpool3d_backward_f32();
+    std::vector<Spec> specs = {{{2, 8, 16, 32, 64}, {8}, {8}, {0}},  {{3, 7, 12, 20, 36}, {4}, {4}, {0}},
+                               {{2, 6, 10, 14, 40}, {2}, {2}, {0}},  {{1, 5, 15, 20, 33}, {2}, {3}, {1}},
+                               {{2, 3, 9, 12, 18}, {3}, {3}, {1}},   {{2, 3, 11, 9, 13}, {2, 3, 4}, {2, 3, 4}, {1, 1, 2}}};
+    specs.insert(specs.end(), extra.begin(), extra.end());
+    std::vector<Spec> setups;
+    for (const char* idx : {"int64", "compact"})
+      for (Spec s : specs) {
+        s.indices = idx;
+        setups.push_back(s);
+      }
     if (tut::under_sanitizer()) setups.resize(3);
     const int runs = tut::under_sanitizer() ? 2 : 10;
     int differs_from_forward = 0;
@@ -492,23 +505,9 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("bwd v16 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *
             tut::needs_gpu()) {
-    // Zeros first, then the named cell's dy, by the same thread: the value must win every time. The
-    // cases: chunks in one output (kernel 8 and 4), chunks over 2 outputs (kernel 2), gaps and
-    // padding (kernel 2 stride 3), 2- and 1-element chunks (W = 18, W = 13: tails of rows), both
-    // formats. Then 1 index in 7 replaced by a random one (int64: any cell of the plane; compact:
-    // any offset of its type): v16 must store what v10 stores.
-    std::vector<Spec> setups;
-    for (const char* idx : {"int64", "compact"})
-      for (Spec s : std::vector<Spec>{{{2, 8, 16, 32, 64}, {8}, {8}, {0}},
-                                      {{3, 7, 12, 20, 36}, {4}, {4}, {0}},
-                                      {{2, 6, 10, 14, 40}, {2}, {2}, {0}},
-                                      {{1, 5, 15, 20, 33}, {2}, {3}, {1}},
-                                      {{2, 3, 9, 12, 18}, {3}, {3}, {1}},
-                                      {{2, 3, 11, 9, 13}, {2, 3, 4}, {2, 3, 4}, {1, 1, 2}}}) {
-        s.indices = idx;
-        setups.push_back(s);
-      }
-    check_disjoint_writer(setups, "v16_zeros_then_value", [](const ch06::Window& w) { return ch06::bwd_v16_refuses<float>(w); });
+    // Zeros first, then the named cell's dy, by the same thread: the value must win every time, on
+    // check_disjoint_writer's setups; on corrupt indices v16 must store what v10 stores.
+    check_disjoint_writer({}, "v16_zeros_then_value", [](const ch06::Window& w) { return ch06::bwd_v16_refuses<float>(w); });
   }
 
   TEST_CASE("bwd v17 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *
@@ -520,20 +519,8 @@ TEST_SUITE("gpu") {
     // 16-byte aligned (W = 18, 13, 9: stored by threads), ceil mode, both formats. Then 1 index in 7
     // replaced by a random one (int64: any cell of the plane; compact: any offset of its type): v17
     // must store what v10 stores.
-    std::vector<Spec> setups;
-    for (const char* idx : {"int64", "compact"})
-      for (Spec s : std::vector<Spec>{{{2, 8, 16, 32, 64}, {8}, {8}, {0}},
-                                      {{3, 7, 12, 20, 36}, {4}, {4}, {0}},
-                                      {{2, 6, 10, 14, 40}, {2}, {2}, {0}},
-                                      {{1, 5, 15, 20, 33}, {2}, {3}, {1}},
-                                      {{2, 3, 9, 12, 18}, {3}, {3}, {1}},
-                                      {{2, 3, 11, 9, 13}, {2, 3, 4}, {2, 3, 4}, {1, 1, 2}},
-                                      {{2, 3, 6, 90, 100}, {1}, {1}, {0}},
-                                      {{2, 3, 10, 10, 9}, {3}, {3}, {1}, {1}, 1}}) {
-        s.indices = idx;
-        setups.push_back(s);
-      }
-    check_disjoint_writer(setups, "v17_bulk_store", [](const ch06::Window& w) { return ch06::bwd_v17_refuses<float>(w); });
+    check_disjoint_writer({{{2, 3, 6, 90, 100}, {1}, {1}, {0}}, {{2, 3, 10, 10, 9}, {3}, {3}, {1}, {1}, 1}}, "v17_bulk_store",
+                          [](const ch06::Window& w) { return ch06::bwd_v17_refuses<float>(w); });
   }
 
   TEST_CASE("the grader rejects known-wrong solutions" * tut::needs_gpu()) {
