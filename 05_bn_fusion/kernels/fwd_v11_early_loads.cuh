@@ -384,19 +384,9 @@ void fwd_v11_early_loads(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   const bool packs = aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
   const V9Plan plan = v9_plan(a.s, packs, Vp, kV11FlatPartials);
   auto* partials = static_cast<float4*>(ws);
-  if (plan.walk == V9Walk::flat) {
-    if (plan.V == Vp) fwd_v11_launch<T, Vp, kAdd, V9Walk::flat, false>(st, a, plan, partials);
-    else fwd_v11_launch<T, 1, kAdd, V9Walk::flat, false>(st, a, plan, partials);
-  } else if (plan.walk == V9Walk::rows) {
-    if (plan.V == Vp) {
-      if (a.s.C % 8 == 0 && plan.P * Vp % 8 == 0) fwd_v11_launch<T, Vp, kAdd, V9Walk::rows, true>(st, a, plan, partials);
-      else fwd_v11_launch<T, Vp, kAdd, V9Walk::rows, false>(st, a, plan, partials);
-    } else {
-      fwd_v11_launch<T, 1, kAdd, V9Walk::rows, false>(st, a, plan, partials);
-    }
-  } else {
-    fwd_v11_launch<T, 1, kAdd, V9Walk::nchw, false>(st, a, plan, partials);
-  }
+  with_v9_form<Vp>(plan, a.s.C, [&](auto v, auto walk, auto bytes) {
+    fwd_v11_launch<T, decltype(v)::value, kAdd, decltype(walk)::value, decltype(bytes)::value>(st, a, plan, partials);
+  });
 }
 
 // The partials: C * Q of 16 bytes, for either plan (packs or not).

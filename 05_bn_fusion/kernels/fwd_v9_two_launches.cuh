@@ -55,6 +55,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 namespace ch05 {
@@ -433,6 +434,31 @@ void fwd_v9_launch(cudaStream_t st, const FwdArgs<T>& a, const V9Plan& plan, Wel
   TUT_CUDA(cudaLaunchKernelEx(&cfg, &fwd_v9_apply_kernel<T, V, kV9PassItems<V, kWalk>, kAdd, kWalk, kBytes>, a, plan, cpartials));
 }
 
+// The plan's form as template arguments: launch(V, walk, bytes), each a std::integral_constant, V
+// the elements per item (Vp, or 1 where the packs do not fit) and bytes whether the rows walk writes
+// its mask in whole bytes (C and the group multiples of 8). v9 and v11 launch their kernels through it.
+template <int Vp, class Launch>
+void with_v9_form(const V9Plan& plan, std::int64_t C, Launch&& launch) {
+  using Pack = std::integral_constant<int, Vp>;
+  using One = std::integral_constant<int, 1>;
+  using Flat = std::integral_constant<V9Walk, V9Walk::flat>;
+  using Rows = std::integral_constant<V9Walk, V9Walk::rows>;
+  using Nchw = std::integral_constant<V9Walk, V9Walk::nchw>;
+  if (plan.walk == V9Walk::flat) {
+    if (plan.V == Vp) launch(Pack{}, Flat{}, std::false_type{});
+    else launch(One{}, Flat{}, std::false_type{});
+  } else if (plan.walk == V9Walk::rows) {
+    if (plan.V == Vp) {
+      if (C % 8 == 0 && plan.P * Vp % 8 == 0) launch(Pack{}, Rows{}, std::true_type{});
+      else launch(Pack{}, Rows{}, std::false_type{});
+    } else {
+      launch(One{}, Rows{}, std::false_type{});
+    }
+  } else {
+    launch(One{}, Nchw{}, std::false_type{});
+  }
+}
+
 template <class T, bool kAdd>
 void fwd_v9_two_launches(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v9_two_launches");
@@ -440,19 +466,9 @@ void fwd_v9_two_launches(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   const bool packs = aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
   const V9Plan plan = v9_plan(a.s, packs, Vp);
   auto* partials = static_cast<Welford*>(ws);
-  if (plan.walk == V9Walk::flat) {
-    if (plan.V == Vp) fwd_v9_launch<T, Vp, kAdd, V9Walk::flat, false>(st, a, plan, partials);
-    else fwd_v9_launch<T, 1, kAdd, V9Walk::flat, false>(st, a, plan, partials);
-  } else if (plan.walk == V9Walk::rows) {
-    if (plan.V == Vp) {
-      if (a.s.C % 8 == 0 && plan.P * Vp % 8 == 0) fwd_v9_launch<T, Vp, kAdd, V9Walk::rows, true>(st, a, plan, partials);
-      else fwd_v9_launch<T, Vp, kAdd, V9Walk::rows, false>(st, a, plan, partials);
-    } else {
-      fwd_v9_launch<T, 1, kAdd, V9Walk::rows, false>(st, a, plan, partials);
-    }
-  } else {
-    fwd_v9_launch<T, 1, kAdd, V9Walk::nchw, false>(st, a, plan, partials);
-  }
+  with_v9_form<Vp>(plan, a.s.C, [&](auto v, auto walk, auto bytes) {
+    fwd_v9_launch<T, decltype(v)::value, kAdd, decltype(walk)::value, decltype(bytes)::value>(st, a, plan, partials);
+  });
 }
 
 // The partials: C * Q triples, for either plan (packs or not).
