@@ -19,6 +19,7 @@
 #include "kernels/bwd_v11_window_gather.cuh"
 #include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/fwd_auto_rule.cuh"
+#include "kernels/fwd_v6_separable.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
 #include "tests/gpu_cases.hpp"
@@ -201,6 +202,127 @@ TEST_CASE("combine is associative, NaN and ties included") {
         const auto l = ch06::combine(ch06::combine(a, b), c), r = ch06::combine(a, ch06::combine(b, c));
         CHECK(l.cell == r.cell);
       }
+}
+
+namespace {
+// One kind of v6's sliding pass, on the host: random axes of 1 to 24 cells with many ties, NaNs and
+// infinities, cells left by a previous pass, and groups of outputs that start in the padding or run
+// past the axis's end, loaded as the kernel loads them (slide_source). Each window's van Herk result
+// against the direct scan over its inside cells (the kernel's K = 0 form and PyTorch's loop).
+template <int K>
+void check_van_herk(std::int64_t& windows, std::int64_t& differ) {
+  constexpr int kSpan = ch06::kSlide + K - 1;
+  const tut::Random rng(20261125 + K);
+  const float pool[] = {-kInf, -1, 0, -0.0f, 2, kInf, kNaN};
+  std::uint64_t r = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int len = 1 + static_cast<int>(rng.bits(r++) % 24), cell_step = 1 + static_cast<int>(rng.bits(r++) % 64);
+    const int start = -(K - 1) + static_cast<int>(rng.bits(r++) % static_cast<std::uint64_t>(len + K - 1));
+    const int spread = 1 + static_cast<int>(rng.bits(r++) % 7);  // few distinct values: many ties
+    std::vector<float> x(static_cast<std::size_t>(len));
+    std::vector<int> prev(static_cast<std::size_t>(len));
+    for (int e = 0; e < len; ++e) {
+      x[static_cast<std::size_t>(e)] = pool[rng.bits(r++) % static_cast<std::uint64_t>(spread)];
+      prev[static_cast<std::size_t>(e)] = static_cast<int>(rng.bits(r++) % 9);
+    }
+    float v[kSpan];
+    int a[kSpan];
+    for (int j = 0; j < kSpan; ++j) {
+      const int from = ch06::slide_source(start + j, len);
+      v[j] = x[static_cast<std::size_t>(from)];
+      a[j] = (from - start) * cell_step + prev[static_cast<std::size_t>(from)];
+    }
+    float best[ch06::kSlide];
+    int best_a[ch06::kSlide];
+    ch06::sliding_best<K>(v, a, best, best_a);
+    for (int m = 0; m < ch06::kSlide; ++m) {
+      float ref = -kInf;
+      int cell = -1;
+      for (int j = 0; j < K; ++j) {
+        const int at = start + m + j;
+        if (at < 0 || at >= len) continue;
+        if (ch06::reference_replaces(ref, x[static_cast<std::size_t>(at)]) || cell < 0) {
+          ref = x[static_cast<std::size_t>(at)];
+          cell = j * cell_step + prev[static_cast<std::size_t>(at)];
+        }
+      }
+      if (cell < 0) continue;  // no inside cell: an output past the axis's end, never stored
+      const bool same = best_a[m] - m * cell_step == cell &&
+                        ((std::isnan(ref) && std::isnan(best[m])) ||
+                         (ref == best[m] && std::signbit(ref) == std::signbit(best[m])));
+      differ += same ? 0 : 1;
+      ++windows;
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("v6's sliding pass: van Herk's suffix and prefix runs give the direct scan's value and cell, k 1 to 8") {
+  std::int64_t windows = 0, differ = 0;
+  check_van_herk<1>(windows, differ);
+  check_van_herk<2>(windows, differ);
+  check_van_herk<3>(windows, differ);
+  check_van_herk<4>(windows, differ);
+  check_van_herk<5>(windows, differ);
+  check_van_herk<6>(windows, differ);
+  check_van_herk<7>(windows, differ);
+  check_van_herk<8>(windows, differ);
+  INFO(windows, " windows");
+  CHECK(windows > 100000);
+  CHECK(differ == 0);
+  // An outside cell read as its nearest inside one.
+  CHECK(ch06::slide_source(-3, 5) == 0);
+  CHECK(ch06::slide_source(2, 5) == 2);
+  CHECK(ch06::slide_source(7, 5) == 4);
+}
+
+TEST_CASE("v6's row kernel (the W pass in NCDHW): which passes take it, odd-word pitches, and its shared memory") {
+  ch06::AxisPass ps;
+  ps.outer = 16 * 64 * 64;
+  ps.len = 64;
+  ps.out_len = 57;
+  ps.k = 8;
+  CHECK(ch06::slides_rows<float>(ps));
+  const auto rp = ch06::row_plan<float>(ps);
+  CHECK(rp.warps_per_set == 8);  // 8 groups of 8 outputs per row: one warp each, 32 rows per block
+  CHECK(rp.rows() == 32);
+  CHECK(rp.in_pitch == 65);
+  CHECK(rp.out_pitch == 57);
+  CHECK(rp.smem == 32u * (65 * 4 + 57 * 6));
+  for (int len = 1; len < 300; ++len) {
+    ch06::AxisPass q = ps;
+    q.len = len;
+    q.k = 3;
+    q.p = 1;
+    q.out_len = len;
+    const auto f = ch06::row_plan<float>(q);
+    const auto h = ch06::row_plan<__half>(q);
+    INFO(len);
+    CHECK(f.in_pitch >= len);
+    CHECK(f.in_pitch % 2 == 1);  // odd in words
+    CHECK(h.in_pitch >= len);
+    CHECK(h.in_pitch % 4 == 2);  // an odd number of 2-half words
+    const int groups = (len + ch06::kSlide - 1) / ch06::kSlide;
+    CHECK(f.warps_per_set * f.row_sets == 8);
+    CHECK((f.warps_per_set >= groups || f.warps_per_set == 8));
+    CHECK(ch06::slides_rows<float>(q) == (f.smem <= ch06::kRowSmemMax));
+  }
+  ch06::AxisPass q = ps;
+  q.k = 4;  // not a van Herk size: the plain pass
+  CHECK_FALSE(ch06::slides_rows<float>(q));
+  q = ps;
+  q.s = 2;
+  CHECK_FALSE(ch06::slides_rows<float>(q));
+  q = ps;
+  q.dil = 2;
+  CHECK_FALSE(ch06::slides_rows<float>(q));
+  q = ps;
+  q.inner = 4;  // NDHWC: the sliding kernel
+  CHECK_FALSE(ch06::slides_rows<float>(q));
+  q = ps;
+  q.len = 1000;  // 32 rows of 1000 cells do not fit in 48 KiB
+  q.out_len = 993;
+  CHECK_FALSE(ch06::slides_rows<float>(q));
 }
 
 TEST_CASE("split windows: each part's best by the rule, combined by outranks in any order, is the window's") {

@@ -92,6 +92,28 @@ TEST_CASE("no local-memory spills in the unrolled, tiled, separable, channels-la
   }
 }
 
+TEST_CASE("v6's van Herk passes: 2 FSETPs per combine, 20 combines per 8 outputs for k = 8, no spills" *
+          doctest::skip(kNoCuobjdump)) {
+  // Combines per 8 outputs (kernels/fwd_v6_separable.cuh): 20 for k = 8, 18 for k = 5, 13 for k = 3;
+  // each is a compare and a NaN test. The direct form's kernel has k's loop for any k up to 8.
+  const std::vector<std::pair<std::string, int>> combines = {{"8", 20}, {"5", 18}, {"3", 13}};
+  for (const auto& [k, n] : combines) {
+    for (const char* form : {"false, false", "true, false", "false, true"}) {
+      const auto& kk = kernel("fwd_v6_van_herk_kernel<" + k + ", " + form + ", float>");
+      INFO(kk.name);
+      CHECK(tut::count_opcode(kk, "FSETP") == 2 * n);
+      CHECK(spills(kk) == 0);
+    }
+    const auto& row = kernel("fwd_v6_row_kernel<" + k + ", float>");
+    INFO(row.name);
+    CHECK(tut::count_opcode(row, "FSETP") == 2 * n);
+    CHECK(tut::count_opcode(row, "LDS") >= 8 + std::stoi(k) - 1);  // the thread's cells, from shared memory
+    CHECK(tut::count_opcode(row, "BAR") >= 2);
+    CHECK(spills(row) == 0);
+  }
+  CHECK(tut::count_opcode(kernel("fwd_v6_slide_kernel<false, false, float>"), "FSETP") >= 2 * 56);
+}
+
 TEST_CASE("v3 stages through shared memory: stores, loads and barriers" * doctest::skip(kNoCuobjdump)) {
   const auto& k = kernel("fwd_v3_shared_tile_kernel<float>");
   CHECK(tut::count_opcode(k, "STS") >= 1);
