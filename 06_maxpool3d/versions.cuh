@@ -102,7 +102,8 @@ template <class T>
 std::vector<const void*> fwd_v6_kernels() {
   return {TUT_KERNEL(fwd_v6_pass_kernel<true, false, T>), TUT_KERNEL(fwd_v6_pass_kernel<false, false, T>),
           TUT_KERNEL(fwd_v6_last_pass_kernel<false, T>), TUT_KERNEL(fwd_v6_slide_kernel<false, false, T>),
-          TUT_KERNEL(fwd_v6_slide_kernel<false, true, T>)};
+          TUT_KERNEL(fwd_v6_slide_kernel<false, true, T>), TUT_KERNEL(fwd_v6_row_kernel<8, T>),
+          TUT_KERNEL(fwd_v6_van_herk_kernel<8, false, false, T>), TUT_KERNEL(fwd_v6_van_herk_kernel<8, false, true, T>)};
 }
 
 template <class T>

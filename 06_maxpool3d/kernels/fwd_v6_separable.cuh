@@ -63,8 +63,19 @@
 // and follow their bytes, the separable model's 113 MB (x 16.8 MB and the W pass's 22.4 MB of
 // (value, cell) out; those back and the H pass's 20.0 MB out; those back and y's 11.9 MB), which
 // take 37 us at the copy ceiling. Each pass at about two thirds of it: about 0.055 ms, 27x v0
-// (the three direct passes took 0.0822 ms, 18.2x, in the last suite run). Not yet measured on the
-// device: the CPU and SASS tests pass; the GPU tests and the timing are still to run.
+// (the three direct passes took 0.0822 ms, 18.2x, in the last suite run).
+//
+// Measured (H100, one process, results/NVIDIA_H100_80GB_HBM3.v6_vanherk.*, Nsight Compute in
+// results/forms/v6_vanherk.ncu.csv): 0.0579 ms against v0's 1.4968, 25.8x (the prediction: 0.055
+// ms, 27x). Nsight Compute: the row kernel 20.5 us, the H and D passes 20.0 and 16.2 us; 12.0, 8.5 and 8.4 M warp instructions (the direct W and H
+// passes issued 22.4 and 16.8 M); DRAM 29 to 38 % busy, so the passes are not at their bytes
+// either; what they wait on now was not measured (the row kernel has 125 k shared-memory bank
+// conflicts, a lead, not a finding). Without the
+// row kernel (van Herk along H and D only, a binary of its own, results/forms/v6_vanherk_no_rows.*)
+// v6 took 0.0670 ms, 22.3x: the W pass's direct loop was a third of the time left. Kernel 3
+// stride 1: 0.2115 ms in NCDHW and 0.2101 in NDHWC, against 0.2550 and 0.2500 for the direct
+// passes in the suite run before; in NDHWC that is now faster than v7 (0.2608 in the same
+// process), and the rule takes v6 there.
 #pragma once
 
 #include "kernels/pool.cuh"
