@@ -11,7 +11,9 @@
 // direct window, kD*kH*kW per output (the separable form does fewer: the lesson counts them).
 // Models beside it: "separable", the bytes v6's three passes move (each intermediate written and
 // read once, a value and a 2-byte cell per element); "pytorch_int64", what PyTorch's kernel
-// moves, which writes an int64 index whether or not the caller asked for one. The backward's
+// moves, which writes an int64 index whether or not the caller asked for one; "whole_tensors", the
+// whole input and the outputs (the floor less its exception for cells no window covers: larger
+// only where the stride passes the window or floor mode leaves a remainder). The backward's
 // floor: dy and the index read, dx written; its model "zero_then_scatter" adds the zeroing of dx
 // that a scatter needs.
 #pragma once
@@ -204,7 +206,8 @@ tut::Floor forward_floor(const tut::Case& c) {
   return {in * sizeof(T) + out * (sizeof(T) + ib),
           out * static_cast<std::uint64_t>(w.cells()),
           {{"separable", in * sizeof(T) + 2 * mid * (sizeof(T) + 2) + out * (sizeof(T) + ib)},
-           {"pytorch_int64", in * sizeof(T) + out * (sizeof(T) + 8)}}};
+           {"pytorch_int64", in * sizeof(T) + out * (sizeof(T) + 8)},
+           {"whole_tensors", static_cast<std::uint64_t>(w.in_numel()) * sizeof(T) + out * (sizeof(T) + ib)}}};
 }
 
 template <class T>

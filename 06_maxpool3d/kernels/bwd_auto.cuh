@@ -2,10 +2,9 @@
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
 //   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): one pass of
-//      16-byte stores in NCDHW (and NDHWC with one channel): v13 (the next item's loads ahead, one
-//      index per item, a warp's stores on adjacent rows) where every 4-element chunk lies in one
-//      output along W, else v10 (v16, zeros before any load is waited on, and v17's first form,
-//      spans written by bulk copies, lost to both: not choices); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
+//      16-byte stores in NCDHW (and NDHWC with one channel): v10 (v13, the next item's loads
+//      ahead, ran behind it on kernel 8 stride 8 in three suite runs; v16 and v17 lost to both: not
+//      choices); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
 //      memset and a plain store per output;
 //   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against 0.366 of copy: not a choice);
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
@@ -23,7 +22,6 @@
 #include "kernels/bwd_v7_zero_then_store.cuh"
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
-#include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
 
 namespace ch06 {
@@ -36,7 +34,6 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v7_zero_then_store: return bwd_v7_zero_then_store(s, a);
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
-    case BwdPick::v13_prefetch_rows: return bwd_v13_prefetch_rows(s, a);
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
     default: return bwd_v1_gather(s, a);
   }

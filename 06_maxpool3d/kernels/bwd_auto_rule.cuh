@@ -5,7 +5,6 @@
 #include "kernels/bwd_v6_staged_tile.cuh"  // bwd_v6_refuses
 #include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
 #include "kernels/bwd_v10_row_writer.cuh"
-#include "kernels/bwd_v13_prefetch_rows.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/pool.cuh"
 
@@ -28,7 +27,6 @@ enum class BwdPick {
   v7_zero_then_store,
   v9_ordered_tile,
   v10_row_writer,
-  v13_prefetch_rows,
   v15_separable_stages
 };
 
@@ -39,32 +37,24 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v7_zero_then_store: return "v7_zero_then_store";
     case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
     case BwdPick::v10_row_writer: return "v10_row_writer";
-    case BwdPick::v13_prefetch_rows: return "v13_prefetch_rows";
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
     default: return "v1_gather";
   }
 }
 
 //   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), one pass that writes
-//      each 16-byte chunk of dx once: v13 where every chunk lies in one output's segment along W
-//      (kernel 8 stride 8: an item holds one index, and a warp's stores cover adjacent rows), v10
-//      elsewhere. v16 (a thread's zeros for 4 items before any load is waited on, then the named
-//      cells) lost to both in its own suite run (results/NVIDIA_H100_80GB_HBM3.v16_backward.txt):
-//      kernel 8 stride 8, 0.841 and 0.769 of copy (int64, compact) against v10's 0.945 and 0.909
-//      and v13's 0.938 and 0.906; raced as auto, 0.876x and 0.824x PyTorch; kernel 2 stride 2,
-//      0.740 and 0.646 against v10's 0.847 and 0.822. It is not a choice. Nor is v17 (spans of dx
-//      built in shared memory, written by bulk copies): its first form lost to v10 and v13 in one
-//      process (results/forms/v17_first.bench.txt): kernel 8 stride 8, 0.851 and 0.845 of copy
-//      (int64, compact) against v10's 0.937 and 0.936 and v13's 0.945 and 0.909, raced as auto
-//      0.968x and 0.961x PyTorch; kernel 2 stride 2, 0.836 and 0.728 against v10's 0.847 and
-//      0.823. Its second form has not yet been measured. v10 was the fastest
-//      version on all four such suite cases (kernel 8 stride 8, 48.0 and 47.7 us (int64, compact)
-//      against v7's memset and stores 49.0 and 48.7; kernel 2 stride
-//      2, 110.3 and 96.0 us against v3's 119.0 and v9's 113.4); v13's first form, whose chunks on
-//      kernel 2 stride 2 are still what they are here, ran 0.883 and 0.729 of copy there against
-//      v10's 0.852 and 0.823 (results/forms/fourth.bench.txt). In NDHWC with several channels,
-//      which v10 and v13 refuse: v3 where an output owns fewer than 64 cells (a thread per
-//      output's piece of a slice), else v7;
+//      each 16-byte chunk of dx once: v10. Three rungs tried to beat it there and none is a choice:
+//      v13 (the next item's loads issued early) ran behind v10 on kernel 8 stride 8 in each of the
+//      last three suite runs (results/, ninth_run/, tenth_run/: 0.0482 against 0.0471 ms, 0.0488
+//      against 0.0477, 0.0487 against 0.0470 with the int64 index; 0.0488 against 0.0470, 0.0487
+//      against 0.0479 and 0.0483 compact), so auto, which took v13 there, raced level with PyTorch
+//      (1.00x and 0.99x); v16 (a thread's zeros for 4 items before any load is waited on, then the
+//      named cells) lost in its own suite run (results/NVIDIA_H100_80GB_HBM3.v16_backward.txt):
+//      kernel 8 stride 8, 0.841 and 0.769 of copy (int64, compact) against v10's 0.945 and 0.909;
+//      v17 (spans of dx built in shared memory, written by bulk copies) lost in both its forms
+//      (results/forms/v17_first.bench.txt: 0.851 against v10's 0.937; the suite run: 0.796
+//      against 0.947). In NDHWC with several channels, which v10 refuses: v3 where an output owns
+//      fewer than 64 cells (a thread per output's piece of a slice), else v7;
 //   2. (v14, the gather over 4 channels of a position, is not taken: on the NDHWC stem case it ran
 //      at 0.300 of copy against v9's 0.366 in the same suite run, results/.)
 //   3. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
@@ -83,8 +73,7 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
-    if (bwd_v13_refuses<float>(w).empty())
-      return chunk_in_one_output(w, 4) ? BwdPick::v13_prefetch_rows : BwdPick::v10_row_writer;
+    if (bwd_v10_refuses<float>(w).empty()) return BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;
   }

@@ -3,16 +3,29 @@
 #pragma once
 
 #include "kernels/pool.cuh"
+#include "kernels/fwd_v4_layout_ncdt.cuh"
+#include "kernels/fwd_v5_layout_dhw.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"  // window_is_one_run
 
 namespace ch06 {
 
-enum class AutoPick { v0_naive, v2_interior_border, v6_separable, v7_channels_last, v8_wide_loads, v9_run_reduce };
+enum class AutoPick {
+  v0_naive,
+  v2_interior_border,
+  v4_layout_ncdt,
+  v5_layout_dhw,
+  v6_separable,
+  v7_channels_last,
+  v8_wide_loads,
+  v9_run_reduce
+};
 
 inline const char* auto_pick_name(AutoPick p) {
   switch (p) {
     case AutoPick::v0_naive: return "v0_naive";
     case AutoPick::v2_interior_border: return "v2_interior_border";
+    case AutoPick::v4_layout_ncdt: return "v4_layout_ncdt";
+    case AutoPick::v5_layout_dhw: return "v5_layout_dhw";
     case AutoPick::v6_separable: return "v6_separable";
     case AutoPick::v8_wide_loads: return "v8_wide_loads";
     case AutoPick::v9_run_reduce: return "v9_run_reduce";
@@ -34,30 +47,49 @@ inline double window_overlap(const Window& w) {
 //      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
 //      before its first compare (0.903 on 4^3 with kernel 4, 64 cells, against v9's 0.817, same
 //      file; no suite case lies between 64 and 512 cells, so the split at 128 is not measured:
-//      it moves only the case that was); other NCDHW windows: v8,
-//      a window's rows read with 16-byte loads (one thread per window starves the memory system),
-//      and v7 or v8 (the rule before v9) where a plane does not fit v9's 32-bit offsets;
+//      it moves only the case that was); other NCDHW windows: v4, a thread per output with a
+//      warp on neighbouring outputs of a row, where a row of outputs spans at least 128 bytes of
+//      input (2 x 64 x 64^3, kernel 8: 0.878 to 0.890 of copy in the last eight suite runs against
+//      v8's 0.853 to 0.868), else v8, a window's rows read with 16-byte loads (on 8^3 and 4^3 one
+//      output per plane puts a warp on 32 planes: v4 0.321 and 0.327 against v8's 0.730 and
+//      0.769, results/); only those two points are measured, so the split at 128 bytes is a
+//      guess between them. v7 or v8 (the rule before v9) where a plane does not fit v9's 32-bit
+//      offsets;
 //   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
-//      b. in NCDHW, windows of >= 27 cells with >= 8 windows over each input cell (kernel 3, stride
-//         1: v6 0.173 of copy against v2's 0.158 once its passes slid);
+//      b. windows of >= 27 cells with >= 8 windows over each input cell, undilated in NDHWC
+//         (kernel 3, stride 1: in NCDHW v6 0.173 of copy against v2's 0.158 once its passes slid;
+//         in NDHWC, with van Herk's passes, 0.2101 ms against v7's 0.2608 in one process,
+//         results/NVIDIA_H100_80GB_HBM3.v6_vanherk.json; dilated NDHWC windows stay with v7,
+//         0.124 ms against v6's 0.223 in the suite run before);
 //      c. very large windows in NDHWC (>= 256 cells);
 //      d. dilated windows in NCDHW, which only v0's generic loop reads otherwise;
 //   3. NDHWC with one channel is NCDHW in memory: v2;
 //   4. other NDHWC: v7;
-//   5. other NCDHW: v2 (the warp-voted interior path), when a plane fits 32-bit offsets; else v0.
-inline AutoPick auto_pick(const Window& w) {
+//   5. other NCDHW: windows that do not overlap, in float, with at least 256 outputs per plane (a
+//      full block of v5's brick): v5 (on the five such suite cases v5 was within 0.6 % of the
+//      fastest version, and on 33^3 in ceil mode the fastest in the last eight runs, 0.857 to
+//      0.876 of copy, where v2 ran 0.844 to 0.856; with 8 outputs per plane, on 4^3, it took 2.1
+//      times the fastest's time; half precision has not been timed with v5); else v2 (the
+//      warp-voted interior path), when a plane fits 32-bit offsets; else v0.
+// elem_bytes: the size of an element (4 for float, 2 for half).
+inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
   if (big && !w.dilated() && windows_disjoint(w)) {
     if (plane_fits_32_bits(w) && (cl ? w.C > 1 && w.cells() >= 128 : window_is_one_run(w))) return AutoPick::v9_run_reduce;
-    return cl && w.C > 1 && w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
+    if (cl && w.C > 1) return w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
+    const bool wide_rows = static_cast<std::int64_t>(w.oW) * w.s[2] * elem_bytes >= 128;
+    return !cl && wide_rows && fwd_v4_refuses<float>(w).empty() ? AutoPick::v4_layout_ncdt : AutoPick::v8_wide_loads;
   }
   const bool overlapping = window_overlap(w) >= 8;
-  if (fits && ((big && overlapping) || (!cl && w.cells() >= 27 && overlapping) || (cl && w.cells() >= 256) ||
+  if (fits && ((big && overlapping) || (w.cells() >= 27 && overlapping && !(cl && w.dilated())) || (cl && w.cells() >= 256) ||
                (!cl && w.dilated())))
     return AutoPick::v6_separable;
   const bool ncdhw_in_memory = !cl || w.C == 1;
   if (!ncdhw_in_memory) return AutoPick::v7_channels_last;
+  const std::int64_t plane_outputs = static_cast<std::int64_t>(w.oD) * w.oH * w.oW;
+  if (!cl && elem_bytes == 4 && windows_disjoint(w) && plane_outputs >= 256 && fwd_v5_refuses<float>(w).empty())
+    return AutoPick::v5_layout_dhw;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;
   return cl ? AutoPick::v7_channels_last : AutoPick::v0_naive;
 }

@@ -455,7 +455,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run (NCDHW) or have channels (NDHWC), v8 for other large disjoint ones, separable for large or stride-1 overlapping ones and NCDHW dilation, v2 for NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run (NCDHW) or have channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v5 for small disjoint float windows on planes of >= 256 outputs, v2 for other NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -468,7 +468,10 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({64, 8, 4, 16, 16}, params({1, 8, 16}, {1, 8, 16})) == AutoPick::v9_run_reduce);  // kD = 1: runs of rows
   CHECK(pick({64, 8, 4, 16, 16}, params({2, 8, 16}, {2, 8, 16})) == AutoPick::v8_wide_loads);  // kH < H, kD > 1: not one run
   CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4}, {0, 1, 0})) == AutoPick::v8_wide_loads);     // padded along H: not one run
-  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v8_wide_loads);            // 8 rows of 8 per window
+  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v4_layout_ncdt);           // a row of outputs spans 256 bytes
+  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 4) == AutoPick::v4_layout_ncdt);  // 128 bytes
+  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 2) == AutoPick::v8_wide_loads);   // 64 bytes of half
+  CHECK(pick({2, 64, 64, 64, 24}, params({8}, {8})) == AutoPick::v8_wide_loads);             // 96 bytes
   CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v9_run_reduce);
   CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);            // NDHWC, 64 cells
   CHECK(pick({1024, 1, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);                 // one channel: NCDHW in memory
@@ -476,18 +479,24 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v9_run_reduce);               // NDHWC, 512 cells
   CHECK(ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 8}, {2, 6, 8}, {1, 0, 0}))));  // D padding is fine
   CHECK(!ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 4}, {2, 6, 4}))));                  // kW < W
-  CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 outputs per plane
+  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v5_layout_dhw);   // 17^3 outputs per plane
+  CHECK(pick({2, 64, 48, 96, 96}, params({2}, {3})) == AutoPick::v5_layout_dhw);               // gaps: still disjoint
+  CHECK(pick({2, 3, 8, 8, 16}, params({2}, {2})) == AutoPick::v2_interior_border);             // 4 x 4 x 8 = 128 outputs per plane
+  CHECK(pick({2, 3, 8, 8, 32}, params({2}, {2})) == AutoPick::v5_layout_dhw);                  // 4 x 4 x 16 = 256
+  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 2) == AutoPick::v2_interior_border);  // half: v2
+  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 4) == AutoPick::v5_layout_dhw);
   CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW
   CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
   CHECK(pick({8, 64, 16, 56, 56}, params({3}, {2}, {1})) == AutoPick::v2_interior_border);
   CHECK(pick({8, 64, 16, 56, 56}, cl({3}, {2}, {1})) == AutoPick::v7_channels_last);
   CHECK(pick({1, 1, 320, 320, 320}, cl({3}, {2}, {1})) == AutoPick::v2_interior_border);     // C = 1
   CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1})) == AutoPick::v6_separable);          // 27 cells, overlap 27
-  CHECK(pick({4, 32, 32, 64, 64}, cl({3}, {1}, {1})) == AutoPick::v7_channels_last);         // NDHWC: v7 below 256
+  CHECK(pick({4, 32, 32, 64, 64}, cl({3}, {1}, {1})) == AutoPick::v6_separable);             // NDHWC too, undilated
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v13 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
@@ -496,10 +505,10 @@ TEST_CASE("the backward's rule: v13 or v10 where windows do not overlap in NCDHW
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output: chunks span 2 outputs
   CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v13_prefetch_rows);        // 512 (v16 and v17's first form lost there: not choices)
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v13_prefetch_rows);       // 64
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v10_row_writer);           // 512 (v13, v16 and v17 lost there: not choices)
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v10_row_writer);          // 64
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
-  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v13_prefetch_rows);  // one channel
+  CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v10_row_writer);  // one channel
   CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
