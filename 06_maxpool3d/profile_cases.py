@@ -76,6 +76,9 @@ PAIRS = [
     ("bwd_s1_compact", B, S1 + " indices=compact", ["v15_separable_stages"]),
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v15_separable_stages"]),
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v15_separable_stages"]),
+    # bwd v18 and v9's NDHWC kernel: the cases they were built for.
+    ("bwd_s1", B, S1 + " indices=int64", ["v18_column_walk"]),
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v18_column_walk"]),
     # fwd v9 and bwd v13, v14: the cases they were built for.
     ("k4s4", F, K4S4, ["v9_run_reduce"]),
     ("k8on8", F, K8ON8, ["v9_run_reduce"]),

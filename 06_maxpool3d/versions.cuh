@@ -29,6 +29,7 @@
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v16_zeros_then_value.cuh"
 #include "kernels/bwd_v17_bulk_store.cuh"
+#include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -274,7 +275,8 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_version<T>("v8_slab_writer", "deterministic, windows that do not overlap: a warp zeroes an output row's cells, then stores its values",
                           &bwd_v8_slab_writer<T>, bwd_v8_kernels<T>(), &bwd_v8_refuses<T>),
       backward_version<T>("v9_ordered_tile", "deterministic, overlapping windows: a dx tile in shared memory, outputs added rank by rank between barriers",
-                          &bwd_v9_ordered_tile<T>, {TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>)}, &bwd_v9_refuses<T>),
+                          &bwd_v9_ordered_tile<T>,
+                          {TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>), TUT_KERNEL(bwd_v9_ordered_channels_kernel<T>)}, &bwd_v9_refuses<T>),
       backward_version<T>("v10_row_writer", "deterministic, windows that do not overlap: one pass of 16-byte stores, a thread's column of a row fixed, its rows walked",
                           &bwd_v10_row_writer<T>, bwd_v10_kernels<T>(), &bwd_v10_refuses<T>),
       backward_version<T>("v11_window_gather", "deterministic, overlapping windows of <= 3 outputs per axis: v1 with 2 or 3 candidates per axis unrolled, every load before the compares",
@@ -291,7 +293,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v16_zeros_then_value<T>, bwd_v16_kernels<T>(), &bwd_v16_refuses<T>),
       backward_version<T>("v17_bulk_store", "deterministic, windows that do not overlap: a block builds dx's next span in shared memory (zeros and the named cells) and one bulk copy writes it",
                           &bwd_v17_bulk_store<T>, bwd_v17_kernels<T>(), &bwd_v17_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v13 or v10, v3 or v7 without overlap; v9, v15 or v6 with; else v1",
+      backward_version<T>("v18_column_walk", "deterministic, stride-1 NCDHW cubic windows: v15's stages in the order H, W, then D along each thread's column of dx in registers",
+                          &bwd_v18_column_walk<T>, bwd_v18_kernels<T>(), &bwd_v18_refuses<T>),
+      backward_version<T>("auto", "the deterministic backward a user calls: v10, v3 or v7 without overlap; v9, v18, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

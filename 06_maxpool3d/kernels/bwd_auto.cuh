@@ -9,7 +9,8 @@
 //   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against 0.366 of copy: not a choice);
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
 //   4. other overlapping windows with stride 1, NCDHW, undilated, cubic kernel 2 to 8: v15, the
-//      separable stages (3k candidates per cell);
+//      separable stages (3k candidates per cell); on kernel 3 v18, the same stages with D walked in
+//      registers;
 //   5. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   6. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.
@@ -23,6 +24,7 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
+#include "kernels/bwd_v18_column_walk.cuh"
 
 namespace ch06 {
 
@@ -35,6 +37,7 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v9_ordered_tile: return bwd_v9_ordered_tile(s, a);
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
+    case BwdPick::v18_column_walk: return bwd_v18_column_walk(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

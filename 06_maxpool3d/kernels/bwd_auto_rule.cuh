@@ -6,6 +6,7 @@
 #include "kernels/bwd_v9_ordered_tile.cuh"  // ordered_plan
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
+#include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -27,7 +28,8 @@ enum class BwdPick {
   v7_zero_then_store,
   v9_ordered_tile,
   v10_row_writer,
-  v15_separable_stages
+  v15_separable_stages,
+  v18_column_walk
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -38,6 +40,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v9_ordered_tile: return "v9_ordered_tile";
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
+    case BwdPick::v18_column_walk: return "v18_column_walk";
     default: return "v1_gather";
   }
 }
@@ -62,7 +65,11 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search. v11 (the
 //      unrolled gather) and v12 (the class scatter) lost to v9 and v6 on every such suite case;
 //   4. other overlapping windows with stride 1 that v15 takes (NCDHW, undilated, cubic kernel 2 to
-//      8): v15, the separable stages, 3k candidates per cell instead of v6's k^3. In the suite
+//      8): v15, the separable stages, 3k candidates per cell instead of v6's k^3; on kernel 3 v18,
+//      the same stages with D walked along each thread's column of dx in registers (in its own
+//      run, results/forms/bwd_k8_r7.*, 0.2133 ms against v15's 0.2295 on 4 x 32 x 32 x 64^2 with
+//      the int64 index; on kernel 8 it lost, 0.0895 against 0.0773, and the other kernels were not
+//      timed). In the suite
 //      (results/) auto with v15 raced 1.06x and 1.07x PyTorch on kernel 3 stride 1 (int64,
 //      compact; v6 0.77x and 0.76x the run before), 0.68x and 0.68x on kernel 8 stride 1 (v6 0.40x
 //      and 0.38x);
@@ -79,6 +86,7 @@ inline BwdPick bwd_pick(const Window& w) {
   }
   const OrderedPlan plan = ordered_plan(w);
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
+  if (w.k[0] == 3 && bwd_v18_refuses<float>(w).empty()) return BwdPick::v18_column_walk;
   if (bwd_v15_refuses<float>(w).empty()) return BwdPick::v15_separable_stages;
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
   return BwdPick::v1_gather;

@@ -49,10 +49,31 @@
 // 90.1 us under Nsight Compute (the scatter's kernel 71.0 us after PyTorch's 31.8 us fill), DRAM 40 %
 // busy, 0.510 of copy against v0's 0.405: 1.22x PyTorch raced in one process (compact index 0.465,
 // 1.36x). Still bound by instructions, at 4.5 times the prediction: 17 warp instructions per
-// output read if they all went there, not 2. In NDHWC (the same windows) 0.366 and 90.8 M instructions: its box of
-// 4 x 6 x 8 positions x 64 channels reads 0.28 outputs per cell, twice NCDHW's halo; 0.95x PyTorch.
+// output read if they all went there, not 2. In NDHWC (the same windows) this kernel ran at 0.366
+// of copy with 90.8 M instructions (0.95x PyTorch in that suite run): its box of 4 x 6 x 8 positions
+// x 64 channels reads 0.28 outputs per cell, twice NCDHW's halo. The NDHWC form below replaces it
+// there where C is a multiple of 4.
 // Kernel 3 stride 1: 528 M instructions, 0.132 of copy, below v6 (0.283): 1.45 outputs read per cell
 // at some 10 warp instructions each, and 27 passes; the rule keeps v6 there.
+//
+// The NDHWC form (bwd_v9_ordered_channels_kernel). Where the NDHWC stem case's time went: 90.8 M
+// warp instructions against NCDHW's 57.8 M for the same cells, with DRAM 29 % busy, so still bound
+// by issue. Its box cannot grow (a block holds 4096 outputs: 64 positions of 64 channels; 96 KiB of
+// tile: 384 positions), so the halo stays; what can shrink is the cost per output read. In the SASS
+// each output paid its place in the tile twice (small_divs and a 64-bit output number), its own
+// 4-byte loads of dy and of the index, and in every one of the 8 passes 11 instructions per slot, 4
+// of them rebuilding the tile's shared-memory address (the compiler, at its 64 registers, does not
+// keep it). Where C is a multiple of 4 (so every TC and every tile's first channel are) and the
+// arrays are aligned, a thread takes 4 consecutive channels of one covering output, at most 2 such
+// groups (its 8 outputs): the place once for 4, dy in one 16-byte load, an int64 index in two, the
+// tile zeroed and written 16 bytes at a time; a slot's key holds its cell's shared-memory address
+// and its rank (a pass: 6 instructions per slot). The keys' ranks and the passes are unchanged, so
+// the bits are still v1's. Prediction: about 30 % fewer warp instructions (about 63 M) and, bound
+// by issue, about as much less time: NCDHW's 0.51 of copy.
+// Measured (H100, results/forms/bwd_stem_r7.*): 0.0910 ms against v0's 0.1140 in one process, 0.514
+// of copy, 1.25x v0 (the kernel above: 0.1276 ms against v0's 0.1144, 0.90x, in the next process);
+// Nsight Compute 56.7 M warp instructions (0.62 of 90.8 M), 39.2 MB read from DRAM as before. NCDHW
+// is untouched: 0.0921 ms, 1.25x v0 (compact 0.0842, 1.29x).
 #pragma once
 
 #include "kernels/bwd.cuh"
@@ -60,6 +81,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 namespace ch06 {
@@ -301,6 +323,133 @@ __global__ void __launch_bounds__(kOrderedBlock, 2) bwd_v9_ordered_tile_kernel(B
   }
 }
 
+// The NDHWC form: 4 channels per thread. Where C is a multiple of 4 (so is every tile's TC, and
+// every tile's channels start at a multiple of 4) and dy, dx and the index are aligned for packs of
+// 4, a thread takes a group of 4 consecutive channels of one covering output, up to 2 groups (its 8
+// outputs as before): the group's place (ordered_output) is worked out once for its 4 outputs, not
+// twice for each; dy comes in one 16-byte load, an int64 index in two (compact: one of 4 or 8
+// bytes); the tile is zeroed and written to dx 16 bytes at a time. The keys, the ranks and the
+// passes are v9's, slot for slot, so each cell still receives its terms in ascending rank: v1's bits.
+inline constexpr int kOrderedPack = 4;  // channels per thread in the NDHWC form
+
+template <class T>
+struct alignas(4 * sizeof(T)) OrderedPack4 {
+  T v[4];
+};
+
+template <class T>
+__global__ void __launch_bounds__(kOrderedBlock, 2) bwd_v9_ordered_channels_kernel(BackwardArgs<T> a, OrderedTile ot) {
+  static_assert(std::is_same<T, float>::value, "the NDHWC form moves 4 floats as 16 bytes");
+  constexpr int V = kOrderedPack, G = kOrderedPerThread / V;  // G groups of V outputs per thread
+  extern __shared__ __align__(16) unsigned char ordered_pack_smem[];
+  T* tile = reinterpret_cast<T*>(ordered_pack_smem);
+  const Window& w = a.w;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, runs = ot.cells / ot.run;
+  const std::int64_t in_plane = w.in_plane();
+  // The tile's address in the shared window: a slot's key becomes (its cell's address << 6) | rank,
+  // so that a pass reads and writes the cell without rebuilding its address from the tile's.
+  const std::uint32_t tile_at = static_cast<std::uint32_t>(__cvta_generic_to_shared(tile));
+  for (std::int64_t t = blockIdx.x; t < ot.tiles; t += gridDim.x) {
+    const TileBox b = tile_box(w, ot, t);
+    const TileRecip rc = tile_recip(b);
+    const int outputs = tile_outputs(b);  // a multiple of V: b.nc is
+    int key[kOrderedPerThread];  // first the saved index (an int64 one outside the plane: -1), then the key
+    T g[kOrderedPerThread];
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      const int e = (threadIdx.x + j * kOrderedBlock) * V;
+#pragma unroll
+      for (int v = 0; v < V; ++v) key[j * V + v] = -1, g[j * V + v] = T(0);
+      if (e < outputs) {
+        int od, oh, ow, c;
+        const std::int64_t o = ordered_output<T>(w, ot, b, rc, e, od, oh, ow, c);  // a multiple of V
+        const OrderedPack4<T> d = *reinterpret_cast<const OrderedPack4<T>*>(a.dy + o);
+        if (w.indices == IndexFormat::int64) {
+          const longlong2 lo = *reinterpret_cast<const longlong2*>(a.index + o);
+          const longlong2 hi = *reinterpret_cast<const longlong2*>(a.index + o + 2);
+          const long long f[4] = {lo.x, lo.y, hi.x, hi.y};
+#pragma unroll
+          for (int v = 0; v < V; ++v) key[j * V + v] = f[v] < 0 || f[v] >= in_plane ? -1 : static_cast<int>(f[v]);
+        } else if (w.compact8()) {
+          const uchar4 q = *reinterpret_cast<const uchar4*>(a.offset8 + o);
+          key[j * V + 0] = q.x, key[j * V + 1] = q.y, key[j * V + 2] = q.z, key[j * V + 3] = q.w;
+        } else {
+          const short4 q = *reinterpret_cast<const short4*>(a.offset16 + o);
+          key[j * V + 0] = q.x, key[j * V + 1] = q.y, key[j * V + 2] = q.z, key[j * V + 3] = q.w;
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) g[j * V + v] = d.v[v];
+      }
+    }
+    for (int i = threadIdx.x; i < ot.cells / V; i += kOrderedBlock)
+      reinterpret_cast<OrderedPack4<T>*>(tile)[i] = OrderedPack4<T>{{T(0), T(0), T(0), T(0)}};
+    std::uint64_t present = 0;  // the ranks this thread holds
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      const int e = (threadIdx.x + j * kOrderedBlock) * V;
+      if (e < outputs) {
+        int od, oh, ow, c;
+        ordered_output<T>(w, ot, b, rc, e, od, oh, ow, c);
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          int& k = key[j * V + v];
+          if (k >= 0) k = ordered_key<T>(w, ot, b, od, oh, ow, c + v, k);
+          if (k >= 0) {
+            present |= std::uint64_t{1} << (k & 63);
+            const std::uint32_t cell_at = tile_at + static_cast<std::uint32_t>(k >> 6) * 4u;
+            k = static_cast<int>((cell_at << 6) | static_cast<std::uint32_t>(k & 63));
+          }
+        }
+      }
+    }
+    for (int p = 0; p < ot.passes; ++p) {
+      __syncthreads();  // the zeros, then each rank's adds, before the next rank's
+      if ((present >> p) & 1u) {
+#pragma unroll
+        for (int j = 0; j < kOrderedPerThread; ++j)
+          // A key (not -1: the sign bit) of rank p.
+          if ((static_cast<std::uint32_t>(key[j]) & 0x8000003fu) == static_cast<std::uint32_t>(p)) {
+            const std::uint32_t at = static_cast<std::uint32_t>(key[j]) >> 6;
+            float sum;
+            asm volatile("ld.shared.f32 %0, [%1];" : "=f"(sum) : "r"(at));
+            sum += g[j];
+            asm volatile("st.shared.f32 [%0], %1;" ::"r"(at), "f"(sum) : "memory");
+          }
+      }
+    }
+    __syncthreads();
+    // A warp per run of contiguous dx (a multiple of V cells from a multiple of V), 16 bytes a lane.
+    for (int r = warp; r < runs; r += kOrderedBlock / 32) {
+      int len;
+      const std::int64_t base = ordered_run<T>(w, ot, b, r, len);
+      const OrderedPack4<T>* src = reinterpret_cast<const OrderedPack4<T>*>(tile + r * ot.run);
+      OrderedPack4<T>* dst = reinterpret_cast<OrderedPack4<T>*>(a.dx + base);
+      for (int q = lane; q < len / V; q += 32) dst[q] = src[q];
+    }
+    __syncthreads();  // the tile is read before the next one zeroes it
+  }
+}
+
+// Whether a case runs the NDHWC form: float, NDHWC with C a multiple of 4, the arrays aligned for
+// packs of 4 (else the kernel above, a channel per output).
+template <class T>
+bool ordered_takes_channels(const BackwardArgs<T>& a, const OrderedTile& ot) {
+  if constexpr (sizeof(T) != 4) {
+    return false;
+  } else {
+    constexpr int V = kOrderedPack;
+    const Window& w = a.w;
+    if (!ot.cl || w.C % V != 0 || ot.t[3] % V != 0) return false;
+    const auto at = [](const void* ptr, std::size_t bytes) {
+      return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0;
+    };
+    const bool idx = w.indices == IndexFormat::int64 ? at(a.index, 16)
+                     : w.compact8()                  ? at(a.offset8, V)
+                                                     : at(a.offset16, 2 * V);
+    return idx && at(a.dy, V * sizeof(T)) && at(a.dx, V * sizeof(T));
+  }
+}
+
 // Along an axis, over the tiles of T cells: the most covering outputs of one tile, and their sum.
 struct AxisTiles {
   int most = 0;
@@ -459,6 +608,21 @@ void bwd_v9_ordered_tile(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v9_ordered_tile");
   const OrderedPlan plan = ordered_plan(a.w);
   if (!plan.refused.empty()) throw tut::Unsupported(plan.refused);
+  const std::size_t smem = static_cast<std::size_t>(plan.ot.cells) * sizeof(T);
+  if constexpr (sizeof(T) == 4) {
+    if (ordered_takes_channels(a, plan.ot)) {
+      static const std::int64_t resident = [] {  // blocks the device holds at once, with the largest tile
+        TUT_CUDA(cudaFuncSetAttribute(bwd_v9_ordered_channels_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kOrderedMaxCells * sizeof(T))));
+        return resident_blocks(TUT_KERNEL(bwd_v9_ordered_channels_kernel<T>), kOrderedBlock,
+                               kOrderedMaxCells * sizeof(T));
+      }();
+      const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(plan.ot.tiles, 8 * resident)));
+      bwd_v9_ordered_channels_kernel<T><<<grid, kOrderedBlock, smem, s>>>(a, plan.ot);
+      TUT_CHECK_LAUNCH("bwd_v9_ordered_channels_kernel");
+      return;
+    }
+  }
   static const std::int64_t resident = [] {  // blocks the device holds at once, with the largest tile
     TUT_CUDA(cudaFuncSetAttribute(bwd_v9_ordered_tile_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kOrderedMaxCells * sizeof(T))));
@@ -466,7 +630,7 @@ void bwd_v9_ordered_tile(cudaStream_t s, const BackwardArgs<T>& a) {
                            kOrderedMaxCells * sizeof(T));
   }();
   const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(plan.ot.tiles, 8 * resident)));
-  bwd_v9_ordered_tile_kernel<T><<<grid, kOrderedBlock, static_cast<std::size_t>(plan.ot.cells) * sizeof(T), s>>>(a, plan.ot);
+  bwd_v9_ordered_tile_kernel<T><<<grid, kOrderedBlock, smem, s>>>(a, plan.ot);
   TUT_CHECK_LAUNCH("bwd_v9_ordered_tile_kernel");
 }
 

@@ -100,7 +100,7 @@ TEST_SUITE("gpu") {
     tut::check_cases(ch06::maxpool3d_backward_f32(), backward_cases());
   }
 
-  TEST_CASE("newest rungs (fwd v6's sliding passes and v9, bwd v13, v14, v15, v16 and v17) and auto on moderate cases, every format and layout" *
+  TEST_CASE("newest rungs (fwd v6's sliding passes and v9, bwd v9, v13 to v18) and auto on moderate cases, every format and layout" *
             tut::needs_gpu()) {
     std::vector<tut::Case> fwd, bwd;
     for (const char* layout : {"NCDHW", "NDHWC"})
@@ -127,7 +127,7 @@ TEST_SUITE("gpu") {
         }
       }
     tut::check_cases(only(ch06::forward_f32_problem(), {"v6_separable", "v9_run_reduce", "auto"}), fwd);
-    tut::check_cases(only(ch06::backward_f32_problem(), {"v13_prefetch_rows", "v14_channel_gather", "v15_separable_stages", "v16_zeros_then_value", "v17_bulk_store", "auto"}), bwd);
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v9_ordered_tile", "v13_prefetch_rows", "v14_channel_gather", "v15_separable_stages", "v16_zeros_then_value", "v17_bulk_store", "v18_column_walk", "auto"}), bwd);
   }
 
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
@@ -181,7 +181,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v14_channel_gather" && !ch06::bwd_v14_refuses<float>(w).empty()) ||
                                (v.name == "v15_separable_stages" && !ch06::bwd_v15_refuses<float>(w).empty()) ||
                                (v.name == "v16_zeros_then_value" && !ch06::bwd_v16_refuses<float>(w).empty()) ||
-                               (v.name == "v17_bulk_store" && !ch06::bwd_v17_refuses<float>(w).empty());
+                               (v.name == "v17_bulk_store" && !ch06::bwd_v17_refuses<float>(w).empty()) ||
+                               (v.name == "v18_column_walk" && !ch06::bwd_v18_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -608,5 +609,129 @@ TEST_SUITE("large") {
             tut::needs_gpu_memory(std::size_t{48} << 30)) {
     tut::check_all_at(ch06::maxpool3d_backward_f32(),
                       ch06::make_pool_case({{2, 16, 256, 512, 520}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, true));
+  }
+}
+
+// bwd v18 (the column walk): the reference on every kernel it takes, exact on indices no forward
+// writes, and the same bits on every run.
+TEST_SUITE("gpu") {
+  TEST_CASE("newest rungs: bwd v18 against the reference (kernels 2 to 8, padding 0 to k / 2, tails, both formats), exact on indices that do not separate, the same bits every run" *
+            tut::needs_gpu()) {
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    // Its tiles: kernels 2-5 TH 8 x TW 32, kernels 6-8 16 x 32; 32 planes per block. The shapes
+    // leave a part-tile in each axis; the one with D = 70 walks three chunks.
+    std::vector<tut::Case> cases;
+    int n = 0;
+    for (std::int64_t k = 2; k <= 8; ++k)
+      for (std::int64_t p = 0; 2 * p <= k; ++p)
+        for (const char* idx : {"int64", "compact"}) {
+          ++n;
+          if (tut::under_sanitizer() && n % 5 != 0) continue;
+          const std::int64_t big = k <= 5 ? 0 : 1;
+          cases.push_back(ch06::make_pool_case({{1, 2, 35 + 4 * big, 11 + 6 * big + k, 69 - 30 * big}, {k}, {1}, {p},
+                                                {1}, 0, "NCDHW", idx},
+                                               true));
+        }
+    for (const char* idx : {"int64", "compact"})
+      for (Spec s : std::vector<Spec>{{{1, 1, 1, 1, 1}, {2}, {1}, {1}},     // one cell, 2 x 2 x 2 outputs
+                                      {{1, 1, 3, 3, 3}, {3}, {1}, {0}},     // one window
+                                      {{2, 3, 2, 5, 1}, {2}, {1}, {1}},     // W = 1
+                                      {{1, 1, 8, 8, 8}, {8}, {1}, {4}},     // a window the size of the input
+                                      {{3, 2, 70, 3, 4}, {3}, {1}, {1}}}) {  // D past two chunks
+        s.layout = "NCDHW";
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, true));
+      }
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v18_column_walk"}), cases);
+    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {2}, {1}},                 // stride 2
+                                    {{1, 2, 9, 10, 11}, {3, 3, 2}, {1}, {1}},            // not cubic
+                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},             // dilation 2
+                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},  // NDHWC
+                                    {{1, 2, 12, 12, 12}, {9}, {1}, {4}}}) {              // kernel 9
+      if (s.indices == "none") s.indices = "int64";
+      const auto c = ch06::make_pool_case(s, true);
+      INFO(c.name);
+      CHECK_FALSE(ch06::bwd_v18_refuses<float>(ch06::window_of_case(c)).empty());
+      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, "v18_column_walk"), c), tut::Unsupported);
+    }
+
+    // Indices no forward writes (a random cell of each output's window inside the input, for every
+    // output or 1 in 300) with whole-number dy, exact in any order: v18 must give v1's bytes. Then
+    // the forward's own indices with non-integer dy: the same bits on every run.
+    std::vector<Spec> setups = {{{1, 2, 19, 37, 45}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+                                {{1, 2, 19, 37, 45}, {8}, {1}, {3}, {1}, 0, "NCDHW", "compact"},
+                                {{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "compact"},
+                                {{2, 2, 11, 12, 40}, {5}, {1}, {2}, {1}, 0, "NCDHW", "int64"}};
+    if (tut::under_sanitizer()) setups.resize(2);
+    for (const auto& setup : setups) {
+      const auto c = ch06::make_pool_case(setup, true);
+      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+      const auto& w = inst->window();
+      const int K = w.k[0];
+      const std::int64_t outs = w.out_numel();
+      const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
+      auto run = [&](const char* name) {
+        const auto t = tut::make_trial(version_named(bwd, name), *inst);
+        t.poison(nullptr);
+        t.before(nullptr);
+        t.launch(nullptr);
+        std::vector<unsigned char> out(dx_bytes);
+        TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
+        return out;
+      };
+      {  // the same bits every run, on the forward's indices
+        INFO(c.name, " non-integer dy");
+        std::vector<float> dy(static_cast<std::size_t>(outs));
+        tut::Random rng(17);
+        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0);
+        TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
+        const auto first = run("v18_column_walk");
+        for (int r = 0; r < (tut::under_sanitizer() ? 1 : 5); ++r) CHECK(run("v18_column_walk") == first);
+      }
+      for (const bool sparse : {false, true}) {
+        INFO(c.name, sparse ? " sparse corruption" : " random in-window cells");
+        tut::Random rng(sparse ? 23 : 19);
+        std::vector<float> dy(static_cast<std::size_t>(outs));
+        std::vector<std::int64_t> flat(static_cast<std::size_t>(outs));
+        std::vector<int> cell(static_cast<std::size_t>(outs));
+        int replaced = 0;
+        for (std::int64_t o = 0; o < outs; ++o) {
+          const std::int64_t r = o % w.out_plane();
+          const int od = static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW));
+          const int oh = static_cast<int>(r / w.oW % w.oH), ow = static_cast<int>(r % w.oW);
+          std::vector<int> inside;
+          for (int cc = 0; cc < K * K * K; ++cc) {
+            const int d = od - w.p[0] + cc / (K * K), h = oh - w.p[1] + cc / K % K, x = ow - w.p[2] + cc % K;
+            if (d >= 0 && d < w.D && h >= 0 && h < w.H && x >= 0 && x < w.W) inside.push_back(cc);
+          }
+          REQUIRE(!inside.empty());
+          const std::uint64_t draw = rng.bits(static_cast<std::uint64_t>(o));
+          // the first inside cell unless replaced: planes that separate, and some that do not
+          const bool replace = !sparse || draw % 300 == 0;
+          replaced += replace;
+          const int cc = inside[replace ? static_cast<std::size_t>((draw >> 16) % inside.size()) : 0];
+          cell[static_cast<std::size_t>(o)] = cc;
+          flat[static_cast<std::size_t>(o)] = w.flat_index(od, oh, ow, cc);
+          dy[static_cast<std::size_t>(o)] = static_cast<float>(static_cast<int>(draw >> 40) % 17 - 8);
+        }
+        CHECK(replaced > 0);
+        TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
+        if (w.indices == ch06::IndexFormat::int64) {
+          TUT_CUDA(cudaMemcpy(inst->operand("index").device(), flat.data(), flat.size() * 8, cudaMemcpyHostToDevice));
+        } else if (w.compact8()) {
+          std::vector<std::uint8_t> ix(cell.begin(), cell.end());
+          TUT_CUDA(cudaMemcpy(inst->operand("offset8").device(), ix.data(), ix.size(), cudaMemcpyHostToDevice));
+        } else {
+          std::vector<std::int16_t> ix(cell.begin(), cell.end());
+          TUT_CUDA(cudaMemcpy(inst->operand("offset16").device(), ix.data(), ix.size() * 2, cudaMemcpyHostToDevice));
+        }
+        const auto gather = run("v1_gather");
+        const auto mine = run("v18_column_walk");
+        std::size_t apart = 0;
+        for (std::size_t e = 0; e < dx_bytes; e += 4) apart += std::memcmp(&gather[e], &mine[e], 4) != 0;
+        CHECK(apart == 0);
+        CHECK(run("v18_column_walk") == mine);
+      }
+    }
   }
 }

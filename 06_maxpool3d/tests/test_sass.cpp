@@ -203,6 +203,14 @@ TEST_CASE("v7, v8 and v9 write dx without atomics; v8 zeroes in 16-byte stores; 
   CHECK(tut::count_opcode(tile, "BAR") >= 3);  // before each rank's adds, after the last, after the write
   CHECK(tut::count_opcode(tile, "LDS") >= 1);
   CHECK(tut::count_opcode(tile, "STS") >= 1);
+  // The NDHWC kernel: 4 channels of an output per thread, dy in one 16-byte load, dx written 16 bytes
+  // at a time, no atomics, nothing on the stack.
+  const auto& channels = kernel("bwd_v9_ordered_channels_kernel<float>");
+  CHECK(tut::count_opcode(channels, "RED") + tut::count_opcode(channels, "ATOM") == 0);
+  CHECK(tut::count_memory_ops(channels, "LDG", 128) >= 2);
+  CHECK(tut::count_memory_ops(channels, "STG", 128) >= 1);
+  CHECK(tut::count_opcode(channels, "BAR") >= 3);
+  CHECK(spills(channels) == 0);
 }
 
 TEST_CASE("bwd v13 stores 16 bytes per chunk without atomics; v14 loads and stores 16 bytes of channels without them" *
