@@ -235,8 +235,10 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v12_refuses<float>(w).empty()) names.push_back("v12_class_scatter");  // run to run only
       const bool channel_gather = ch06::bwd_v14_refuses<float>(w).empty();  // NDHWC, <= 2 outputs per axis
       if (channel_gather) names.push_back("v14_channel_gather");
-      const bool separable = ch06::bwd_v15_refuses<float>(w).empty();  // stride 1, NCDHW: auto's choice
+      const bool separable = ch06::bwd_v15_refuses<float>(w).empty();  // stride 1, NCDHW
       if (separable) names.push_back("v15_separable_stages");
+      const bool walk = ch06::bwd_v18_refuses<float>(w).empty();  // stride 1, NCDHW, cubic
+      if (walk) names.push_back("v18_column_walk");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -247,10 +249,12 @@ TEST_SUITE("gpu") {
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
-      // auto takes v9 or v6 on overlapping windows, v15 on stride-1 NCDHW ones: v15's association
-      // (sums of partial sums) is not v1's, so its bits are compared with themselves, and its values
-      // with v1's within rounding.
-      CHECK(first["auto"] == first[separable ? "v15_separable_stages" : "v1_gather"]);
+      // auto takes v9 or v6 on overlapping windows, v18 or v15 on stride-1 NCDHW ones: their
+      // association (sums of partial sums) is not v1's, so auto's bits are compared with the bits of
+      // the version its rule names, and their values with v1's within rounding.
+      const ch06::BwdPick pick = ch06::bwd_pick(w);
+      const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk;
+      CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
       if (channel_gather) CHECK(first["v14_channel_gather"] == first["v1_gather"]);  // v1's order, 4 channels a thread
@@ -271,16 +275,18 @@ TEST_SUITE("gpu") {
       }
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
-      if (separable) {
+      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk"}) {
+        if (!first.count(stage_version)) continue;
         std::vector<float> st(w.in_numel());
-        std::memcpy(st.data(), first["v15_separable_stages"].data(), dx_bytes);
+        std::memcpy(st.data(), first[stage_version].data(), dx_bytes);
         int st_far = 0, st_apart = 0;
         for (std::size_t i = 0; i < g.size(); ++i) {
           st_far += !(std::fabs(g[i] - st[i]) <= 1e-5f * (1.0f + std::fabs(g[i])));
           st_apart += g[i] != st[i];
         }
+        INFO(stage_version);
         CHECK(st_far == 0);
-        MESSAGE(c.name, ": v15 and v1 differ in the last bits at ", st_apart, " elements");
+        MESSAGE(c.name, ": ", stage_version, " and v1 differ in the last bits at ", st_apart, " elements");
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
     }
