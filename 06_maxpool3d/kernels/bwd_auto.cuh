@@ -6,7 +6,7 @@
 //      ahead, ran behind it on kernel 8 stride 8 in three suite runs; v16 and v17 lost to both: not
 //      choices); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
 //      memset and a plain store per output;
-//   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against 0.366 of copy: not a choice);
+//   2. (v14's channel gather lost to v9 on the NDHWC stem case, 0.300 against v9's first form's 0.366 of copy: not a choice);
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
 //   4. other overlapping windows with stride 1, NCDHW, undilated, cubic kernel 2 to 8: v15, the
 //      separable stages (3k candidates per cell); on kernel 3 v18, the same stages with D walked in

@@ -59,7 +59,7 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      against 0.947). In NDHWC with several channels, which v10 refuses: v3 where an output owns
 //      fewer than 64 cells (a thread per output's piece of a slice), else v7;
 //   2. (v14, the gather over 4 channels of a position, is not taken: on the NDHWC stem case it ran
-//      at 0.300 of copy against v9's 0.366 in the same suite run, results/.)
+//      at 0.300 of copy against v9's first form's 0.366 in the same suite run, results/twelfth_run/ and before; v9's NDHWC kernel has since widened the gap.)
 //   3. overlapping windows with at most 8 covering outputs per cell (kernel 3 stride 2: ceil(k / s)
 //      multiplied over the axes) that v9 takes: v9, the ordered tile. With more (kernel 3 stride 1:
 //      27 ranks) its passes and the halo of outputs read cost more than v6's search. v11 (the
