@@ -317,6 +317,35 @@ std::string bwd_v15_refuses(const Window& w) {
   return {};
 }
 
+// The grid of the staged backwards (v15, v18): a block per TH x TW tile of a plane and LD planes
+// along D, blockIdx.y over the N * C planes (a loop past 65535); `sa` gets the tiling and the index's
+// decode. Too many tiles for one grid is refused here, before the launch.
+inline dim3 stage_grid(const Window& w, int TH, int TW, int LD, SepArgs& sa, const char* who) {
+  sa.LD = LD;
+  sa.tiles_h = (w.H + TH - 1) / TH;
+  sa.tiles_w = (w.W + TW - 1) / TW;
+  sa.by_hw = FastDiv(static_cast<std::int64_t>(w.H) * w.W);
+  sa.by_w = FastDiv(w.W);
+  const std::int64_t blocks = static_cast<std::int64_t>(sa.tiles_h) * sa.tiles_w * ((w.D + LD - 1) / LD);
+  if (blocks > kMaxInt32) throw tut::Unsupported(std::string(who) + ": too many tiles for one grid");
+  return dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(std::min<std::int64_t>(w.N * w.C, 65535)));
+}
+
+// Calls f(std::integral_constant<int, k>{}) for the cubic kernel size k of a staged backward, 2 to 8
+// (the refusals come first, so no other size reaches it).
+template <class F>
+void with_stage_kernel(int k, F&& f) {
+  switch (k) {
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    default: return f(std::integral_constant<int, 8>{});
+  }
+}
+
 template <int K, int TH, int TW, int LD, class I, class T>
 void bwd_v15_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   using Sh = SepShape<K, TH, TW>;
@@ -326,16 +355,8 @@ void bwd_v15_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
     return true;
   }();
   (void)attr;
-  const Window& w = a.w;
   SepArgs sa;
-  sa.LD = LD;
-  sa.tiles_h = (w.H + TH - 1) / TH;
-  sa.tiles_w = (w.W + TW - 1) / TW;
-  sa.by_hw = FastDiv(static_cast<std::int64_t>(w.H) * w.W);
-  sa.by_w = FastDiv(w.W);
-  const std::int64_t blocks = static_cast<std::int64_t>(sa.tiles_h) * sa.tiles_w * ((w.D + LD - 1) / LD);
-  if (blocks > kMaxInt32) throw tut::Unsupported("bwd_v15_separable_stages: too many tiles for one grid");
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(std::min<std::int64_t>(w.N * w.C, 65535)));
+  const dim3 grid = stage_grid(a.w, TH, TW, LD, sa, "bwd_v15_separable_stages");
   kernel<<<grid, Sh::kBlock, Sh::smem_bytes(), s>>>(a, idx, sa);
   TUT_CHECK_LAUNCH("bwd_v15_separable_stages_kernel");
 }
@@ -360,15 +381,7 @@ template <class T>
 void bwd_v15_separable_stages(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v15_separable_stages");
   if (const std::string why = bwd_v15_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  switch (a.w.k[0]) {
-    case 2: return bwd_v15_dispatch<2>(s, a);
-    case 3: return bwd_v15_dispatch<3>(s, a);
-    case 4: return bwd_v15_dispatch<4>(s, a);
-    case 5: return bwd_v15_dispatch<5>(s, a);
-    case 6: return bwd_v15_dispatch<6>(s, a);
-    case 7: return bwd_v15_dispatch<7>(s, a);
-    default: return bwd_v15_dispatch<8>(s, a);
-  }
+  with_stage_kernel(a.w.k[0], [&](auto k) { bwd_v15_dispatch<decltype(k)::value>(s, a); });
 }
 
 template <class T>

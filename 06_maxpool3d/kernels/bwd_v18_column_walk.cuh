@@ -309,16 +309,8 @@ std::string bwd_v18_refuses(const Window& w) {
 template <int K, int TH, int TW, int LD, class I, class T>
 void bwd_v18_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   static_assert(LD >= 1 && LD <= kWalkMaxLD, "a chunk's flags are kWalkMaxLD ints");
-  const Window& w = a.w;
   SepArgs sa;
-  sa.LD = LD;
-  sa.tiles_h = (w.H + TH - 1) / TH;
-  sa.tiles_w = (w.W + TW - 1) / TW;
-  sa.by_hw = FastDiv(static_cast<std::int64_t>(w.H) * w.W);
-  sa.by_w = FastDiv(w.W);
-  const std::int64_t blocks = static_cast<std::int64_t>(sa.tiles_h) * sa.tiles_w * ((w.D + LD - 1) / LD);
-  if (blocks > kMaxInt32) throw tut::Unsupported("bwd_v18_column_walk: too many tiles for one grid");
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(std::min<std::int64_t>(w.N * w.C, 65535)));
+  const dim3 grid = stage_grid(a.w, TH, TW, LD, sa, "bwd_v18_column_walk");
   bwd_v18_column_walk_kernel<K, TH, TW, I, T><<<grid, TH * TW, 0, s>>>(a, idx, sa);
   TUT_CHECK_LAUNCH("bwd_v18_column_walk_kernel");
 }
@@ -337,15 +329,7 @@ template <class T>
 void bwd_v18_column_walk(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v18_column_walk");
   if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  switch (a.w.k[0]) {
-    case 2: return bwd_v18_dispatch<2>(s, a);
-    case 3: return bwd_v18_dispatch<3>(s, a);
-    case 4: return bwd_v18_dispatch<4>(s, a);
-    case 5: return bwd_v18_dispatch<5>(s, a);
-    case 6: return bwd_v18_dispatch<6>(s, a);
-    case 7: return bwd_v18_dispatch<7>(s, a);
-    default: return bwd_v18_dispatch<8>(s, a);
-  }
+  with_stage_kernel(a.w.k[0], [&](auto k) { bwd_v18_dispatch<decltype(k)::value>(s, a); });
 }
 
 template <class T>

@@ -81,6 +81,51 @@ tut::CheckResult grade_wrong(ch06::FwdLaunch<float> launch, const tut::Case& c) 
   return tut::grade(ch06::maxpool3d_f32(), v, c);
 }
 
+// The cases of a staged backward (v15, v18): every kernel 2 to 8 and padding 0 to k / 2 in both
+// index formats on the shape sweep(k) (a part-tile in each axis of the version's tiling), then tiny
+// volumes, a window the size of the input and a D past two chunks of planes.
+std::vector<tut::Case> staged_cases(std::vector<std::int64_t> (*sweep)(std::int64_t), bool one_output_case) {
+  std::vector<tut::Case> cases;
+  int n = 0;
+  for (std::int64_t k = 2; k <= 8; ++k)
+    for (std::int64_t p = 0; 2 * p <= k; ++p)
+      for (const char* idx : {"int64", "compact"}) {
+        ++n;
+        if (tut::under_sanitizer() && n % 5 != 0) continue;
+        cases.push_back(ch06::make_pool_case({sweep(k), {k}, {1}, {p}, {1}, 0, "NCDHW", idx}, true));
+      }
+  std::vector<Spec> small = {{{1, 1, 1, 1, 1}, {2}, {1}, {1}},      // one cell, 2 x 2 x 2 outputs
+                             {{1, 1, 3, 3, 3}, {3}, {1}, {0}},      // one window
+                             {{2, 3, 2, 5, 1}, {2}, {1}, {1}},      // W = 1
+                             {{1, 1, 8, 8, 8}, {8}, {1}, {4}},      // a window the size of the input
+                             {{3, 2, 70, 3, 4}, {3}, {1}, {1}}};    // D past two chunks
+  if (one_output_case) small.insert(small.begin() + 1, Spec{{1, 1, 1, 1, 1}, {3}, {1}, {1}});  // one cell, one output
+  for (const char* idx : {"int64", "compact"})
+    for (Spec s : small) {
+      s.layout = "NCDHW";
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, true));
+    }
+  return cases;
+}
+
+// What a staged backward refuses (stride 2, a window that is not cubic, dilation, NDHWC, kernel 9),
+// it says before the launch, and grading it there throws Unsupported.
+void check_staged_refusals(const char* version, std::string (*refuses)(const ch06::Window&)) {
+  const auto& bwd = ch06::maxpool3d_backward_f32();
+  for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {2}, {1}},                  // stride 2
+                                  {{1, 2, 9, 10, 11}, {3, 3, 2}, {1}, {1}},             // not cubic
+                                  {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},              // dilation 2
+                                  {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},  // NDHWC
+                                  {{1, 2, 12, 12, 12}, {9}, {1}, {4}}}) {               // kernel 9
+    if (s.indices == "none") s.indices = "int64";
+    const auto c = ch06::make_pool_case(s, true);
+    INFO(c.name);
+    CHECK_FALSE(refuses(ch06::window_of_case(c)).empty());
+    CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, version), c), tut::Unsupported);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -296,43 +341,12 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     // v15's tiles: kernels 2-5 TH 4 x TW 64 x LD 32 (int64) and 8 x 32 x 16 (compact), kernels
     // 6-8 16 x 32 x 32 (int64) and 16 x 16 x 32 (compact). The shapes leave a part-tile in each axis.
-    std::vector<tut::Case> cases;
-    int n = 0;
-    for (std::int64_t k = 2; k <= 8; ++k)
-      for (std::int64_t p = 0; 2 * p <= k; ++p)
-        for (const char* idx : {"int64", "compact"}) {
-          ++n;
-          if (tut::under_sanitizer() && n % 5 != 0) continue;
-          const std::int64_t big = k <= 5 ? 0 : 1;
-          cases.push_back(ch06::make_pool_case({{1, 2, 33 + 4 * big, 13 + 4 * big + k, 67 - 30 * big}, {k}, {1}, {p},
-                                                {1}, 0, "NCDHW", idx},
-                                               true));
-        }
-    for (const char* idx : {"int64", "compact"})
-      for (Spec s : std::vector<Spec>{{{1, 1, 1, 1, 1}, {2}, {1}, {1}},     // one cell, 2 x 2 x 2 outputs
-                                      {{1, 1, 1, 1, 1}, {3}, {1}, {1}},     // one cell, one output
-                                      {{1, 1, 3, 3, 3}, {3}, {1}, {0}},     // one window
-                                      {{2, 3, 2, 5, 1}, {2}, {1}, {1}},     // W = 1
-                                      {{1, 1, 8, 8, 8}, {8}, {1}, {4}},     // a window the size of the input
-                                      {{3, 2, 70, 3, 4}, {3}, {1}, {1}}}) {  // D past two chunks
-        s.layout = "NCDHW";
-        s.indices = idx;
-        cases.push_back(ch06::make_pool_case(s, true));
-      }
-    tut::check_cases(only(ch06::backward_f32_problem(), {"v15_separable_stages", "auto"}), cases);
-    // What it refuses, it says.
-    const auto& bwd = ch06::maxpool3d_backward_f32();
-    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {2}, {1}},                          // stride 2
-                                    {{1, 2, 9, 10, 11}, {3, 3, 2}, {1}, {1}},                     // not cubic
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},                      // dilation 2
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},          // NDHWC
-                                    {{1, 2, 12, 12, 12}, {9}, {1}, {4}}}) {                       // kernel 9
-      if (s.indices == "none") s.indices = "int64";
-      const auto c = ch06::make_pool_case(s, true);
-      INFO(c.name);
-      CHECK_FALSE(ch06::bwd_v15_refuses<float>(ch06::window_of_case(c)).empty());
-      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, "v15_separable_stages"), c), tut::Unsupported);
-    }
+    const auto sweep = [](std::int64_t k) -> std::vector<std::int64_t> {
+      const std::int64_t big = k <= 5 ? 0 : 1;
+      return {1, 2, 33 + 4 * big, 13 + 4 * big + k, 67 - 30 * big};
+    };
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v15_separable_stages", "auto"}), staged_cases(sweep, true));
+    check_staged_refusals("v15_separable_stages", [](const ch06::Window& w) { return ch06::bwd_v15_refuses<float>(w); });
   }
 
   TEST_CASE("bwd v15 on indices that do not separate: random in-window cells and sparse corruption, exact" *
@@ -626,40 +640,12 @@ TEST_SUITE("gpu") {
     const auto& bwd = ch06::maxpool3d_backward_f32();
     // Its tiles: kernels 2-5 TH 8 x TW 32, kernels 6-8 16 x 32; 32 planes per block. The shapes
     // leave a part-tile in each axis; the one with D = 70 walks three chunks.
-    std::vector<tut::Case> cases;
-    int n = 0;
-    for (std::int64_t k = 2; k <= 8; ++k)
-      for (std::int64_t p = 0; 2 * p <= k; ++p)
-        for (const char* idx : {"int64", "compact"}) {
-          ++n;
-          if (tut::under_sanitizer() && n % 5 != 0) continue;
-          const std::int64_t big = k <= 5 ? 0 : 1;
-          cases.push_back(ch06::make_pool_case({{1, 2, 35 + 4 * big, 11 + 6 * big + k, 69 - 30 * big}, {k}, {1}, {p},
-                                                {1}, 0, "NCDHW", idx},
-                                               true));
-        }
-    for (const char* idx : {"int64", "compact"})
-      for (Spec s : std::vector<Spec>{{{1, 1, 1, 1, 1}, {2}, {1}, {1}},     // one cell, 2 x 2 x 2 outputs
-                                      {{1, 1, 3, 3, 3}, {3}, {1}, {0}},     // one window
-                                      {{2, 3, 2, 5, 1}, {2}, {1}, {1}},     // W = 1
-                                      {{1, 1, 8, 8, 8}, {8}, {1}, {4}},     // a window the size of the input
-                                      {{3, 2, 70, 3, 4}, {3}, {1}, {1}}}) {  // D past two chunks
-        s.layout = "NCDHW";
-        s.indices = idx;
-        cases.push_back(ch06::make_pool_case(s, true));
-      }
-    tut::check_cases(only(ch06::backward_f32_problem(), {"v18_column_walk"}), cases);
-    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {2}, {1}},                 // stride 2
-                                    {{1, 2, 9, 10, 11}, {3, 3, 2}, {1}, {1}},            // not cubic
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},             // dilation 2
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},  // NDHWC
-                                    {{1, 2, 12, 12, 12}, {9}, {1}, {4}}}) {              // kernel 9
-      if (s.indices == "none") s.indices = "int64";
-      const auto c = ch06::make_pool_case(s, true);
-      INFO(c.name);
-      CHECK_FALSE(ch06::bwd_v18_refuses<float>(ch06::window_of_case(c)).empty());
-      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, "v18_column_walk"), c), tut::Unsupported);
-    }
+    const auto sweep = [](std::int64_t k) -> std::vector<std::int64_t> {
+      const std::int64_t big = k <= 5 ? 0 : 1;
+      return {1, 2, 35 + 4 * big, 11 + 6 * big + k, 69 - 30 * big};
+    };
+    tut::check_cases(only(ch06::backward_f32_problem(), {"v18_column_walk"}), staged_cases(sweep, false));
+    check_staged_refusals("v18_column_walk", [](const ch06::Window& w) { return ch06::bwd_v18_refuses<float>(w); });
 
     // Indices no forward writes (a random cell of each output's window inside the input, for every
     // output or 1 in 300) with whole-number dy, exact in any order: v18 must give v1's bytes. Then
