@@ -49,31 +49,9 @@ __global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T
   const bool narrow = total <= kMaxInt32;
   for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o < total;
        o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::int64_t g, n;
-    int ow, oh, od;
-    if (narrow) {
-      std::uint32_t r = static_cast<std::uint32_t>(o), q = by_groups.div(r);
-      g = r - q * static_cast<std::uint32_t>(groups);
-      r = q;
-      q = by_ow.div(r);
-      ow = static_cast<int>(r - q * w.oW);
-      r = q;
-      q = by_oh.div(r);
-      oh = static_cast<int>(r - q * w.oH);
-      r = q;
-      q = by_od.div(r);
-      od = static_cast<int>(r - q * w.oD);
-      n = q;
-    } else {
-      g = o % groups;
-      std::int64_t r = o / groups;
-      ow = static_cast<int>(r % w.oW);
-      r /= w.oW;
-      oh = static_cast<int>(r % w.oH);
-      r /= w.oH;
-      od = static_cast<int>(r % w.oD);
-      n = r / w.oD;
-    }
+    const ChannelItem it = channel_item(o, groups, narrow, w, by_groups, by_ow, by_oh, by_od);
+    const std::int64_t g = it.g, n = it.n;
+    const int ow = it.ow, oh = it.oh, od = it.od;
     const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
     T best[V];
     int cell[V];
@@ -106,19 +84,7 @@ __global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T
         }
       }
     }
-    const std::int64_t out0 = o * V;  // (n, od, oh, ow, g*V): the output's first channel
-    Pack y;
-#pragma unroll
-    for (int l = 0; l < V; ++l) y.elem[l] = best[l];
-    *reinterpret_cast<Pack*>(a.y + out0) = y;
-    if (w.indices != IndexFormat::none) {
-#pragma unroll
-      for (int l = 0; l < V; ++l) {
-        if (w.indices == IndexFormat::int64) a.index[out0 + l] = flat_index_of(w, d0, h0, w0, cell[l]);
-        else if (w.compact8()) a.offset8[out0 + l] = static_cast<std::uint8_t>(cell[l]);
-        else a.offset16[out0 + l] = static_cast<std::int16_t>(cell[l]);
-      }
-    }
+    store_channels<V>(a, o * V, best, cell, d0, h0, w0);  // (n, od, oh, ow, g*V): the output's first channel
   }
 }
 
@@ -126,8 +92,8 @@ __global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T
 // axis): the same thread items as fwd_v7_channels_last_kernel, but the window's cells numbered in
 // scan order, c = (jd * kH + jh) * kW + jw, and taken kV7Batch at a time, all of a batch's loads
 // issued before its first compare. The same compares in the same order, so the same results.
-// (The position decode and the stores are spelled out again, not shared: the first kernel's code
-// stays as it was measured.)
+// (The position decode, channel_item, and the stores, store_channels, are pool.cuh's, shared with
+// the first kernel and v8's NDHWC kernel.)
 template <int V, class T>
 inline constexpr int kV7Batch = 64 / (V * static_cast<int>(sizeof(T))) < 8 ? 64 / (V * static_cast<int>(sizeof(T))) : 8;
 
@@ -143,31 +109,9 @@ __global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, 
   const int cells = w.cells();
   for (std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o < total;
        o += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::int64_t g, n;
-    int ow, oh, od;
-    if (narrow) {
-      std::uint32_t r = static_cast<std::uint32_t>(o), q = by_groups.div(r);
-      g = r - q * static_cast<std::uint32_t>(groups);
-      r = q;
-      q = by_ow.div(r);
-      ow = static_cast<int>(r - q * w.oW);
-      r = q;
-      q = by_oh.div(r);
-      oh = static_cast<int>(r - q * w.oH);
-      r = q;
-      q = by_od.div(r);
-      od = static_cast<int>(r - q * w.oD);
-      n = q;
-    } else {
-      g = o % groups;
-      std::int64_t r = o / groups;
-      ow = static_cast<int>(r % w.oW);
-      r /= w.oW;
-      oh = static_cast<int>(r % w.oH);
-      r /= w.oH;
-      od = static_cast<int>(r % w.oD);
-      n = r / w.oD;
-    }
+    const ChannelItem it = channel_item(o, groups, narrow, w, by_groups, by_ow, by_oh, by_od);
+    const std::int64_t g = it.g, n = it.n;
+    const int ow = it.ow, oh = it.oh, od = it.od;
     const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
     T best[V];
     int cell[V];
@@ -204,19 +148,7 @@ __global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, 
         }
       }
     }
-    const std::int64_t out0 = o * V;  // (n, od, oh, ow, g*V): the output's first channel
-    Pack y;
-#pragma unroll
-    for (int l = 0; l < V; ++l) y.elem[l] = best[l];
-    *reinterpret_cast<Pack*>(a.y + out0) = y;
-    if (w.indices != IndexFormat::none) {
-#pragma unroll
-      for (int l = 0; l < V; ++l) {
-        if (w.indices == IndexFormat::int64) a.index[out0 + l] = flat_index_of(w, d0, h0, w0, cell[l]);
-        else if (w.compact8()) a.offset8[out0 + l] = static_cast<std::uint8_t>(cell[l]);
-        else a.offset16[out0 + l] = static_cast<std::int16_t>(cell[l]);
-      }
-    }
+    store_channels<V>(a, o * V, best, cell, d0, h0, w0);  // (n, od, oh, ow, g*V): the output's first channel
   }
 }
 

@@ -133,31 +133,9 @@ __global__ void __launch_bounds__(256) fwd_v8_ndhwc_kernel(ForwardArgs<T> a, int
        t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const bool here = t < total;
     const std::int64_t o = here ? t / parts : 0;  // (position, group)
-    std::int64_t g, n;
-    int ow, oh, od;
-    if (narrow) {
-      std::uint32_t rr = static_cast<std::uint32_t>(o), qq = by_groups.div(rr);
-      g = rr - qq * static_cast<std::uint32_t>(groups);
-      rr = qq;
-      qq = by_ow.div(rr);
-      ow = static_cast<int>(rr - qq * w.oW);
-      rr = qq;
-      qq = by_oh.div(rr);
-      oh = static_cast<int>(rr - qq * w.oH);
-      rr = qq;
-      qq = by_od.div(rr);
-      od = static_cast<int>(rr - qq * w.oD);
-      n = qq;
-    } else {
-      g = o % groups;
-      std::int64_t rr = o / groups;
-      ow = static_cast<int>(rr % w.oW);
-      rr /= w.oW;
-      oh = static_cast<int>(rr % w.oH);
-      rr /= w.oH;
-      od = static_cast<int>(rr % w.oD);
-      n = rr / w.oD;
-    }
+    const ChannelItem it = channel_item(o, groups, narrow, w, by_groups, by_ow, by_oh, by_od);
+    const std::int64_t g = it.g, n = it.n;
+    const int ow = it.ow, oh = it.oh, od = it.od;
     const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
     const T* x = a.x + n * w.in_plane() * w.C + g * V;
     T best[V];
@@ -190,19 +168,7 @@ __global__ void __launch_bounds__(256) fwd_v8_ndhwc_kernel(ForwardArgs<T> a, int
 #pragma unroll
     for (int l = 0; l < V; ++l) combine_lanes(best[l], cell[l], parts);
     if (here && r == 0) {
-      const std::int64_t out0 = o * V;  // (n, od, oh, ow, g*V): the output's first channel
-      Pack y;
-#pragma unroll
-      for (int l = 0; l < V; ++l) y.elem[l] = best[l];
-      *reinterpret_cast<Pack*>(a.y + out0) = y;
-      if (w.indices != IndexFormat::none) {
-#pragma unroll
-        for (int l = 0; l < V; ++l) {
-          if (w.indices == IndexFormat::int64) a.index[out0 + l] = flat_index_of(w, d0, h0, w0, cell[l]);
-          else if (w.compact8()) a.offset8[out0 + l] = static_cast<std::uint8_t>(cell[l]);
-          else a.offset16[out0 + l] = static_cast<std::int16_t>(cell[l]);
-        }
-      }
+      store_channels<V>(a, o * V, best, cell, d0, h0, w0);  // (n, od, oh, ow, g*V): the output's first channel
     }
   }
 }

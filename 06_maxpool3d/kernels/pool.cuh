@@ -120,6 +120,62 @@ struct FastDiv {
   }
 };
 
+// An NDHWC thread item o -> (n, od, oh, ow, channel group g), the group fastest (v7, v8): in 32 bits
+// with FastDiv when every item fits (`narrow`, the same for every thread), else with 64-bit division.
+struct ChannelItem {
+  std::int64_t g, n;
+  int ow, oh, od;
+};
+__device__ __forceinline__ ChannelItem channel_item(std::int64_t o, std::int64_t groups, bool narrow, const Window& w,
+                                                    const FastDiv& by_groups, const FastDiv& by_ow,
+                                                    const FastDiv& by_oh, const FastDiv& by_od) {
+  ChannelItem it;
+  if (narrow) {
+    std::uint32_t r = static_cast<std::uint32_t>(o), q = by_groups.div(r);
+    it.g = r - q * static_cast<std::uint32_t>(groups);
+    r = q;
+    q = by_ow.div(r);
+    it.ow = static_cast<int>(r - q * w.oW);
+    r = q;
+    q = by_oh.div(r);
+    it.oh = static_cast<int>(r - q * w.oH);
+    r = q;
+    q = by_od.div(r);
+    it.od = static_cast<int>(r - q * w.oD);
+    it.n = q;
+  } else {
+    it.g = o % groups;
+    std::int64_t r = o / groups;
+    it.ow = static_cast<int>(r % w.oW);
+    r /= w.oW;
+    it.oh = static_cast<int>(r % w.oH);
+    r /= w.oH;
+    it.od = static_cast<int>(r % w.oD);
+    it.n = r / w.oD;
+  }
+  return it;
+}
+
+// The V channels of one NDHWC output position from out0 on: y in one pack, then the index the case
+// asks for (flat, or the cell in a byte or 16 bits).
+template <int V, class T>
+__device__ __forceinline__ void store_channels(const ForwardArgs<T>& a, std::int64_t out0, const T (&best)[V],
+                                               const int (&cell)[V], int d0, int h0, int w0) {
+  const Window& w = a.w;
+  tut::ew::Packed<T, V> y;
+#pragma unroll
+  for (int l = 0; l < V; ++l) y.elem[l] = best[l];
+  *reinterpret_cast<tut::ew::Packed<T, V>*>(a.y + out0) = y;
+  if (w.indices != IndexFormat::none) {
+#pragma unroll
+    for (int l = 0; l < V; ++l) {
+      if (w.indices == IndexFormat::int64) a.index[out0 + l] = flat_index_of(w, d0, h0, w0, cell[l]);
+      else if (w.compact8()) a.offset8[out0 + l] = static_cast<std::uint8_t>(cell[l]);
+      else a.offset16[out0 + l] = static_cast<std::int16_t>(cell[l]);
+    }
+  }
+}
+
 // Output element o -> its position, in the case's layout. When the output has fewer than 2^31
 // elements (every case but the largest), in 32 bits with FastDiv; else with 64-bit division. The
 // choice is the same for every thread.
