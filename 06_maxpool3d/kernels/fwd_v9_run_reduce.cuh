@@ -18,7 +18,7 @@
 // order the memory order).
 //
 // NDHWC, any undilated window: a block takes one output position and CW groups of V channels
-// (CW lanes, 8 to 32), and splits the window's cells over R = 256 / CW rows of threads: row g
+// (CW lanes, 8 to 32), and splits the window's cells over R = 128 / CW rows of threads: row g
 // takes cells g, g + R, ..., each one CW x 16-byte load, contiguous along C. The rows' bests meet
 // in shared memory, merged with `outranks` by one thread per channel. CW shrinks until there are
 // blocks for two waves of the device, so a few large windows (256 planes of 8^3) still fill it.
@@ -45,6 +45,20 @@
 // in the first run), Nsight Compute 49.7 us, DRAM 82.8 % busy, 31.2 M warp instructions (0.46 of
 // the first form's); on runs of 512, 0.848 (51.0 us, DRAM 80.0 %, the same 32 lanes as before).
 // NDHWC (code unchanged): 0.813, 0.789 and 0.789 of copy, 53.8 to 56.1 us.
+//
+// NDHWC, whole waves. Both 512-cell NDHWC suite cases (256 planes of 8^3 with C = 256, and
+// 2 x 64^3 with C = 64, kernel 8 stride 8) come to 2048 blocks. With blocks of 256 threads in 80
+// registers, 3 fit on an SM: 396 at a time, 5.17 waves (Nsight Compute's "Waves Per SM"), the
+// last one a sixth full, and 35.7 % of the warps resident; DRAM 64.7 % busy over 63.2 us under
+// the profiler. The rule that picks CW already counts on 8 blocks per SM, so the blocks are now
+// 128 threads held to 64 registers (__launch_bounds__(128, 8), 4 cells in flight per thread
+// instead of 8, which would spill at that bound): 1056 at a time, 2048 blocks in 1.94 waves.
+// Prediction: the tail goes, so nearer the copy ceiling. Measured (H100, one process, the old
+// and new forms side by side, results/NVIDIA_H100_80GB_HBM3.v9_waves.txt): 0.789 to 0.799 of
+// copy before, 0.856 to 0.860 after, on both cases. The other forms tried there: 128 threads with
+// 8 cells in flight in 80 registers (6 blocks per SM, 2.59 waves) 0.797 to 0.805; 4 cells without
+// the bound (92 registers, 5 per SM) 0.759 to 0.761; 256 threads held to 64 registers with 8
+// cells (4 per SM, 3.88 waves, 76 bytes spilt) 0.568.
 #pragma once
 
 #include "kernels/fwd_v8_wide_loads.cuh"  // take, combine_lanes, pow2_at_most
@@ -131,12 +145,12 @@ __global__ void __launch_bounds__(256) fwd_v9_runs_kernel(ForwardArgs<T> a, int 
 
 // ---- NDHWC ---------------------------------------------------------------------------------------
 
-inline constexpr int kV9Block = 256;
+inline constexpr int kV9Block = 128, kV9Batch = 4;  // threads per block; cells a thread loads before comparing
 
 // Block b: output position b / tiles, channel tile b % tiles (CW groups of V channels). Thread
 // t = g * CW + col: row g of R, column col.
 template <int V, class T>
-__global__ void __launch_bounds__(kV9Block) fwd_v9_columns_kernel(ForwardArgs<T> a, int cw, int rows, std::int64_t tiles,
+__global__ void __launch_bounds__(kV9Block, 8) fwd_v9_columns_kernel(ForwardArgs<T> a, int cw, int rows, std::int64_t tiles,
                                                                  FastDiv by_kw, FastDiv by_kh) {
   using Pack = tut::ew::Packed<T, V>;
   __shared__ T s_best[kV9Block * V];
@@ -160,11 +174,11 @@ __global__ void __launch_bounds__(kV9Block) fwd_v9_columns_kernel(ForwardArgs<T>
       cell[l] = -1;
     }
     if (g < rows && grp < groups) {
-      for (int c0 = g; c0 < cells; c0 += kBatch * rows) {
-        Pack v[kBatch];
-        bool in[kBatch];
+      for (int c0 = g; c0 < cells; c0 += kV9Batch * rows) {
+        Pack v[kV9Batch];
+        bool in[kV9Batch];
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
+        for (int u = 0; u < kV9Batch; ++u) {
           const int c = c0 + u * rows;
           const std::uint32_t t = by_kw.div(static_cast<std::uint32_t>(c));
           const int jw = c - static_cast<int>(t) * w.k[2];
@@ -175,7 +189,7 @@ __global__ void __launch_bounds__(kV9Block) fwd_v9_columns_kernel(ForwardArgs<T>
           if (in[u]) v[u] = *reinterpret_cast<const Pack*>(x + ((static_cast<std::int64_t>(d) * w.H + h) * w.W + xw) * w.C);
         }
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u)
+        for (int u = 0; u < kV9Batch; ++u)
           if (in[u]) {
 #pragma unroll
             for (int l = 0; l < V; ++l) take(v[u].elem[l], c0 + u * rows, best[l], cell[l]);
@@ -243,8 +257,8 @@ int fwd_v9_piece(const ForwardArgs<T>& a) {
 inline int fwd_v9_lanes(int pieces) { return pow2_at_most(std::max(1, pieces / 4), 32); }
 
 // NDHWC: CW column lanes per row (32, 16 or 8, at most the channel groups rounded up to a power of
-// two), halved while the blocks would not fill two waves of 8 blocks per SM; R = 256 / CW rows, at
-// most the cells rounded up to a power of two.
+// two), halved while the blocks would not fill two waves of 8 blocks per SM (the kernel's launch
+// bound); R = 128 / CW rows, at most the cells rounded up to a power of two.
 struct V9Columns {
   int cw = 32, rows = 8;
   std::int64_t tiles = 1;

@@ -64,6 +64,9 @@ inline std::vector<tut::Case> special_cases() {
       {{2, 3, 10, 6, 8}, {2, 6, 8}, {3, 6, 8}, {0}, {1}, 1},    // runs of planes, ceil_mode: the last one short
       {{2, 3, 4, 9, 12}, {1, 3, 12}, {1, 2, 12}, {0, 1, 0}},    // kD = 1: runs of rows, padded along H
       {{3, 5, 4, 5, 7}, {2, 5, 7}, {2, 5, 7}, {1, 0, 0}},       // runs with W = 7: one-element pieces
+      {{2, 2, 5, 6, 10}, {2}, {2}, {0}},                        // C = 2: v7's 16-byte row pieces, 2 cells each
+      {{1, 2, 6, 7, 12}, {4}, {4}, {2}},                        // C = 2, padded along W by whole pieces
+      {{2, 4, 7, 9, 10}, {2}, {2}, {0}, {1}, 1},                // C = 4 (half: pieces of 2 cells), ceil_mode
   };
   std::vector<tut::Case> out;
   int n = 0;
