@@ -65,6 +65,8 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # fwd v7's row pieces (C = 2) and v9's NDHWC blocks of 128: the cases they were built for.
+    ("thin_cl", F, THIN + " layout=NDHWC", ["v7_channels_last"]),
     # bwd v17 first: the newest rung, on the disjoint case it was built for, beside v10 and PyTorch.
     ("bwd_k8s8", B, K8S8 + " indices=int64", ["v17_bulk_store"]),
     ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v17_bulk_store"]),
