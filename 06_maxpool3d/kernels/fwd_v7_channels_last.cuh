@@ -164,7 +164,10 @@ __global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, 
 // kernels'. With C = 2 floats and kernel 2: 4 loads of 16 bytes per thread where fwd_v7_disjoint
 // has 8 of 8 bytes, and a warp's load is 512 contiguous bytes instead of 512 bytes half used.
 // Prediction: the C = 2 suite case (1 x 2 x 128 x 256^2, kernel 2 stride 2, 0.79 of copy with
-// fwd_v7_disjoint) near its NCDHW twin, which v5 reads in 16-byte pieces at 0.93.
+// fwd_v7_disjoint) near its NCDHW twin, which v5 reads in 16-byte pieces at 0.93. Measured (H100,
+// one process, results/NVIDIA_H100_80GB_HBM3.v7_pieces.txt): 0.907 of copy against the 8-byte
+// packs' 0.798; Nsight Compute (results/NVIDIA_H100_80GB_HBM3.r8.ncu.csv) 27.3 us, DRAM 80.2 %
+// busy, 16 sectors per load request, 56 registers.
 template <int CC, class T>
 __global__ void __launch_bounds__(256) fwd_v7_row_pieces_kernel(ForwardArgs<T> a, FastDiv by_ow, FastDiv by_oh,
                                                                 FastDiv by_od, FastDiv by_row_pieces, FastDiv by_kh) {

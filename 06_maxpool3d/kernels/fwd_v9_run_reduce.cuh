@@ -54,11 +54,14 @@
 // 128 threads held to 64 registers (__launch_bounds__(128, 8), 4 cells in flight per thread
 // instead of 8, which would spill at that bound): 1056 at a time, 2048 blocks in 1.94 waves.
 // Prediction: the tail goes, so nearer the copy ceiling. Measured (H100, one process, the old
-// and new forms side by side, results/NVIDIA_H100_80GB_HBM3.v9_waves.txt): 0.789 to 0.799 of
-// copy before, 0.856 to 0.860 after, on both cases. The other forms tried there: 128 threads with
-// 8 cells in flight in 80 registers (6 blocks per SM, 2.59 waves) 0.797 to 0.805; 4 cells without
-// the bound (92 registers, 5 per SM) 0.759 to 0.761; 256 threads held to 64 registers with 8
-// cells (4 per SM, 3.88 waves, 76 bytes spilt) 0.568.
+// and new forms side by side, results/NVIDIA_H100_80GB_HBM3.v9_waves.txt): 0.796 and 0.799 of
+// copy before, 0.857 and 0.855 after. The forms between: 128 threads with 8 cells in flight in 80
+// registers (6 blocks per SM, 2.59 waves) 0.805 and 0.809; 4 cells without the bound (92
+// registers, 5 per SM) 0.769 on both. A first try held blocks of 256 to 64 registers with 8 cells
+// (4 per SM, 3.88 waves): 76 bytes spilt and 0.568 (results/forms/fwd_r8_first.*, where that form
+// is named v9_run_reduce and the old one x_v9_before). Nsight Compute on 2 x 64^3 (results/
+// NVIDIA_H100_80GB_HBM3.r8.ncu.csv): 51.1 us, DRAM 79.8 % busy, 46.7 % of the warps resident,
+// 5.9 % of the cycles at the barrier, against 56.1 us, 72.8 %, 35.6 % and 24.1 % before.
 #pragma once
 
 #include "kernels/fwd_v8_wide_loads.cuh"  // take, combine_lanes, pow2_at_most
