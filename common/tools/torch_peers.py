@@ -35,6 +35,8 @@ round gives the ratio of the two medians, our speed over PyTorch's. The peer row
   --problem P, --case TEXT, --json FILE
                                 only problem P's peers, only case TEXT (instead of CASES), both
                                 repeatable; such a narrowed run writes its rows only to --json FILE
+  --versions A,B                each peer raced against these versions of ours in turn instead of
+                                OURS' one, a line each (the row keeps the first's race)
   --profile CHAPTER PROBLEM NAME [--case TEXT]
                                 that one peer once between torch.cuda.profiler.start() and stop(),
                                 for `ncu --profile-from-start off` (common/tools/profile.py)
@@ -331,9 +333,10 @@ def profile_one(torch, build, chapter, problem, name, case_text):
     return 0
 
 
-def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=()):
+def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=(), versions=()):
     """The chapter's peer rows, each raced against OURS; and whether one of our versions failed.
-    `problems`, when given, keeps only those problems; `cases`, when given, replaces CASES."""
+    `problems`, when given, keeps only those problems; `cases`, when given, replaces CASES;
+    `versions`, when given, are raced in turn instead of OURS (the row keeps the first's race)."""
     module = RaceModule(RaceModule.path(build, chapter))
     runs, failed = [], False
     for problem, listed, text in spec.selected(problems, cases):
@@ -350,12 +353,13 @@ def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=()):
                    "check": verdict}
             line = f"{chapter} {problem} {case.name} {name}: {med:.4f} ms, {GBps:.1f} GB/s, " \
                    f"{GBps / ceiling['GBps']:.3f} of copy, {verdict}"
-            if problem in spec.ours:
+            for k, version in enumerate(versions or ([spec.ours[problem]] if problem in spec.ours else [])):
                 try:
-                    r = race(torch, module, problem, case.name, spec.ours[problem], run)
+                    r = race(torch, module, problem, case.name, version, run)
                 except RuntimeError as e:
-                    r = {"version": spec.ours[problem], "check": f"FAIL: {e}"}
-                row["race"] = r
+                    r = {"version": version, "check": f"FAIL: {e}"}
+                if k == 0:
+                    row["race"] = r
                 failed = failed or r["check"] != "pass"
                 line += (f"; {r['version']} in this process: {r['check']}" if "speed_ratio" not in r else
                          f"; {r['version']} in this process at {r['speed_ratio']:.3f}x its speed "
@@ -378,6 +382,7 @@ def main():
                          "instead of the chapter's CASES, by name or as a shape and parameters (repeatable)")
     ap.add_argument("--json", help="write the rows to this file instead of BUILD/results/CH/<gpu>.torch.json; "
                                    "a run narrowed by --problem or --case writes only here")
+    ap.add_argument("--versions", default="", help="race these versions of ours (comma-separated) instead of OURS'")
     ap.add_argument("--check-race", nargs=2, metavar=("CHAPTER", "MODULE"))
     ap.add_argument("--launch", action="store_true", help="with --check-race: run the raced versions too")
     ap.add_argument("chapters", nargs="*")
@@ -413,13 +418,14 @@ def main():
         spec = Spec.of(ch)
         if spec is None or not spec.peers:
             continue
-        runs, bad = peer_rows(torch, args.build, ch, spec, ceiling, args.problem, args.case)
+        runs, bad = peer_rows(torch, args.build, ch, spec, ceiling, args.problem, args.case,
+                              [v for v in args.versions.split(",") if v])
         failed = failed or bad
         doc = {"library": "torch", "torch": torch.__version__, "copy_ceiling": ceiling, "runs": runs}
         if args.json:
             chapters.write_results(args.build, ch, gpu, ".torch.json", doc, path=args.json)
-        elif args.problem or args.case:
-            print(f"{ch}: a run narrowed by --problem or --case keeps its rows only with --json FILE; none written")
+        elif args.problem or args.case or args.versions:
+            print(f"{ch}: a run narrowed by --problem, --case or --versions keeps its rows only with --json FILE; none written")
         else:
             chapters.write_results(args.build, ch, gpu, ".torch.json", doc)
     if failed:
