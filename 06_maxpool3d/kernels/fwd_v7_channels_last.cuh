@@ -40,6 +40,18 @@
 
 namespace ch06 {
 
+// Each channel's best before its window's first cell: the lowest value, and the window's first cell
+// inside the input (PyTorch's index where every cell is -inf). The three kernels below start so.
+template <int V, class T>
+__device__ __forceinline__ void start_channels(const Window& w, int d0, int h0, int w0, T (&best)[V], int (&cell)[V]) {
+  const int first = first_cell(w, d0, h0, w0);
+#pragma unroll
+  for (int l = 0; l < V; ++l) {
+    best[l] = lowest<T>();
+    cell[l] = first;
+  }
+}
+
 template <int V, class T>
 __global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T> a, FastDiv by_groups,
                                                                    FastDiv by_ow, FastDiv by_oh, FastDiv by_od) {
@@ -55,12 +67,7 @@ __global__ void __launch_bounds__(256) fwd_v7_channels_last_kernel(ForwardArgs<T
     const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
     T best[V];
     int cell[V];
-    const int first = first_cell(w, d0, h0, w0);
-#pragma unroll
-    for (int l = 0; l < V; ++l) {
-      best[l] = lowest<T>();
-      cell[l] = first;
-    }
+    start_channels(w, d0, h0, w0, best, cell);
     const T* x = a.x + n * w.in_plane() * w.C + g * V;
     for (int jd = 0; jd < w.k[0]; ++jd) {
       const int d = d0 + jd * w.dil[0];
@@ -115,12 +122,7 @@ __global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, 
     const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
     T best[V];
     int cell[V];
-    const int first = first_cell(w, d0, h0, w0);
-#pragma unroll
-    for (int l = 0; l < V; ++l) {
-      best[l] = lowest<T>();
-      cell[l] = first;
-    }
+    start_channels(w, d0, h0, w0, best, cell);
     const T* x = a.x + n * w.in_plane() * w.C + g * V;
     for (int c0 = 0; c0 < cells; c0 += kB) {
       Pack v[kB];
@@ -183,12 +185,7 @@ __global__ void __launch_bounds__(256) fwd_v7_row_pieces_kernel(ForwardArgs<T> a
     const int d0 = it.od * w.s[0] - w.p[0], h0 = it.oh * w.s[1] - w.p[1], w0 = it.ow * w.s[2] - w.p[2];
     T best[CC];
     int cell[CC];
-    const int first = first_cell(w, d0, h0, w0);
-#pragma unroll
-    for (int l = 0; l < CC; ++l) {
-      best[l] = lowest<T>();
-      cell[l] = first;
-    }
+    start_channels(w, d0, h0, w0, best, cell);
     const T* x = a.x + it.n * w.in_plane() * CC;
     for (int p0 = 0; p0 < pieces; p0 += kB) {
       Pack v[kB];
