@@ -126,6 +126,45 @@ void check_staged_refusals(const char* version, std::string (*refuses)(const ch0
   }
 }
 
+using Bwd = ch06::BwdInst<float>;
+
+// `values` copied to operand `name` of `inst`.
+template <class V>
+void upload(const Bwd& inst, const char* name, const std::vector<V>& values) {
+  TUT_CUDA(cudaMemcpy(inst.operand(name).device(), values.data(), values.size() * sizeof(V), cudaMemcpyHostToDevice));
+}
+
+// Each output's saved cell, given as its offset in the output's window, written to the case's index
+// operand in its format: the flat index within the plane for int64, else the offset itself.
+void upload_cells(const Bwd& inst, const std::vector<int>& cell) {
+  const ch06::Window& w = inst.window();
+  if (w.indices == ch06::IndexFormat::int64) {
+    std::vector<std::int64_t> ix(cell.size());
+    for (std::size_t o = 0; o < cell.size(); ++o) {
+      const std::int64_t r = static_cast<std::int64_t>(o) % w.out_plane();
+      ix[o] = w.flat_index(static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW)), static_cast<int>(r / w.oW % w.oH),
+                           static_cast<int>(r % w.oW), cell[o]);
+    }
+    upload(inst, "index", ix);
+  } else if (w.compact8()) {
+    upload(inst, "offset8", std::vector<std::uint8_t>(cell.begin(), cell.end()));
+  } else {
+    upload(inst, "offset16", std::vector<std::int16_t>(cell.begin(), cell.end()));
+  }
+}
+
+// Backward version `name` launched once on `inst` (its outputs poisoned, its resets run), then dx's
+// bytes as the device holds them.
+std::vector<unsigned char> dx_after(const tut::Problem<Bwd>& bwd, const std::string& name, Bwd& inst) {
+  const auto t = tut::make_trial(version_named(bwd, name), inst);
+  t.poison(nullptr);
+  t.before(nullptr);
+  t.launch(nullptr);
+  std::vector<unsigned char> out(static_cast<std::size_t>(inst.window().in_numel()) * sizeof(float));
+  TUT_CUDA(cudaMemcpy(out.data(), inst.operand("dx").device(), out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -262,17 +301,9 @@ TEST_SUITE("gpu") {
       tut::Random rng(7);
       for (std::size_t i = 0; i < dy.size(); ++i)
         dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0) * 1.0e-3f * static_cast<float>(1 + i % 1000);
-      TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
+      upload(*inst, "dy", dy);
       const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
-      auto run = [&](const std::string& name) {
-        const auto t = tut::make_trial(version_named(bwd, name), *inst);
-        t.poison(nullptr);
-        t.before(nullptr);
-        t.launch(nullptr);
-        std::vector<unsigned char> out(dx_bytes);
-        TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
-        return out;
-      };
+      auto run = [&](const std::string& name) { return dx_after(bwd, name, *inst); };
       std::map<std::string, std::vector<unsigned char>> first;
       const bool ordered = ch06::bwd_v9_refuses<float>(w).empty();  // not kernel 8 stride 1 (512 ranks)
       std::vector<const char*> names = {"v1_gather", "v2_marked_gather", "v4_tile_mask", "v6_staged_tile", "auto"};
@@ -416,31 +447,12 @@ TEST_SUITE("gpu") {
         MESSAGE(c.name, sparse ? " sparse" : " random", ": ", conflicts, " outputs disagree with their stage-D group");
         CHECK(conflicts > 0);  // the fallback runs
         // Upload, in the case's format.
-        TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
-        if (w.indices == ch06::IndexFormat::int64) {
-          std::vector<std::int64_t> ix(cell.size());
-          for (std::int64_t o = 0; o < outs; ++o) {
-            const std::int64_t r = o % w.out_plane();
-            ix[static_cast<std::size_t>(o)] = w.flat_index(static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW)),
-                                                           static_cast<int>(r / w.oW % w.oH), static_cast<int>(r % w.oW),
-                                                           cell[static_cast<std::size_t>(o)]);
-          }
-          TUT_CUDA(cudaMemcpy(inst->operand("index").device(), ix.data(), ix.size() * 8, cudaMemcpyHostToDevice));
-        } else if (w.compact8()) {
-          std::vector<std::uint8_t> ix(cell.begin(), cell.end());
-          TUT_CUDA(cudaMemcpy(inst->operand("offset8").device(), ix.data(), ix.size(), cudaMemcpyHostToDevice));
-        } else {
-          std::vector<std::int16_t> ix(cell.begin(), cell.end());
-          TUT_CUDA(cudaMemcpy(inst->operand("offset16").device(), ix.data(), ix.size() * 2, cudaMemcpyHostToDevice));
-        }
+        upload(*inst, "dy", dy);
+        upload_cells(*inst, cell);
         for (const char* name : {"v15_separable_stages", "v1_gather"}) {
-          const auto t = tut::make_trial(version_named(bwd, name), *inst);
-          t.poison(nullptr);
-          t.before(nullptr);
-          t.launch(nullptr);
-          TUT_CUDA(cudaDeviceSynchronize());
+          const auto bytes = dx_after(bwd, name, *inst);
           std::vector<float> dx(ref.size());
-          TUT_CUDA(cudaMemcpy(dx.data(), inst->operand("dx").device(), dx.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          std::memcpy(dx.data(), bytes.data(), bytes.size());
           int wrong = 0;
           for (std::size_t e = 0; e < dx.size(); ++e) wrong += static_cast<double>(dx[e]) != ref[e];
           INFO(name);
@@ -480,17 +492,8 @@ TEST_SUITE("gpu") {
       std::vector<float> dy(static_cast<std::size_t>(w.out_numel()));
       tut::Random rng(29);
       for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0);
-      TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
-      const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
-      auto run = [&](const char* name) {
-        const auto t = tut::make_trial(version_named(bwd, name), *inst);
-        t.poison(nullptr);
-        t.before(nullptr);
-        t.launch(nullptr);
-        std::vector<unsigned char> out(dx_bytes);
-        TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
-        return out;
-      };
+      upload(*inst, "dy", dy);
+      auto run = [&](const char* name) { return dx_after(bwd, name, *inst); };
       const auto first = run(version);
       int differs = 0;
       for (int r = 0; r < runs; ++r) differs += run(version) != first;
@@ -664,21 +667,13 @@ TEST_SUITE("gpu") {
       const int K = w.k[0];
       const std::int64_t outs = w.out_numel();
       const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
-      auto run = [&](const char* name) {
-        const auto t = tut::make_trial(version_named(bwd, name), *inst);
-        t.poison(nullptr);
-        t.before(nullptr);
-        t.launch(nullptr);
-        std::vector<unsigned char> out(dx_bytes);
-        TUT_CUDA(cudaMemcpy(out.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
-        return out;
-      };
+      auto run = [&](const char* name) { return dx_after(bwd, name, *inst); };
       {  // the same bits every run, on the forward's indices
         INFO(c.name, " non-integer dy");
         std::vector<float> dy(static_cast<std::size_t>(outs));
         tut::Random rng(17);
         for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0);
-        TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
+        upload(*inst, "dy", dy);
         const auto first = run("v18_column_walk");
         for (int r = 0; r < (tut::under_sanitizer() ? 1 : 5); ++r) CHECK(run("v18_column_walk") == first);
       }
@@ -686,7 +681,6 @@ TEST_SUITE("gpu") {
         INFO(c.name, sparse ? " sparse corruption" : " random in-window cells");
         tut::Random rng(sparse ? 23 : 19);
         std::vector<float> dy(static_cast<std::size_t>(outs));
-        std::vector<std::int64_t> flat(static_cast<std::size_t>(outs));
         std::vector<int> cell(static_cast<std::size_t>(outs));
         int replaced = 0;
         for (std::int64_t o = 0; o < outs; ++o) {
@@ -705,20 +699,11 @@ TEST_SUITE("gpu") {
           replaced += replace;
           const int cc = inside[replace ? static_cast<std::size_t>((draw >> 16) % inside.size()) : 0];
           cell[static_cast<std::size_t>(o)] = cc;
-          flat[static_cast<std::size_t>(o)] = w.flat_index(od, oh, ow, cc);
           dy[static_cast<std::size_t>(o)] = static_cast<float>(static_cast<int>(draw >> 40) % 17 - 8);
         }
         CHECK(replaced > 0);
-        TUT_CUDA(cudaMemcpy(inst->operand("dy").device(), dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
-        if (w.indices == ch06::IndexFormat::int64) {
-          TUT_CUDA(cudaMemcpy(inst->operand("index").device(), flat.data(), flat.size() * 8, cudaMemcpyHostToDevice));
-        } else if (w.compact8()) {
-          std::vector<std::uint8_t> ix(cell.begin(), cell.end());
-          TUT_CUDA(cudaMemcpy(inst->operand("offset8").device(), ix.data(), ix.size(), cudaMemcpyHostToDevice));
-        } else {
-          std::vector<std::int16_t> ix(cell.begin(), cell.end());
-          TUT_CUDA(cudaMemcpy(inst->operand("offset16").device(), ix.data(), ix.size() * 2, cudaMemcpyHostToDevice));
-        }
+        upload(*inst, "dy", dy);
+        upload_cells(*inst, cell);
         const auto gather = run("v1_gather");
         const auto mine = run("v18_column_walk");
         std::size_t apart = 0;
