@@ -603,34 +603,33 @@ std::string bwd_v9_refuses(const Window& w) {
   return ordered_plan(w).refused;
 }
 
+// One launch of either ordered kernel over a plan's tiles: at most 8 waves of the blocks the device
+// holds at once with the largest tile (counted once per kernel), each block its tile's cells of
+// dynamic shared memory. The caller checks the launch.
+template <auto Kernel, class T>
+void launch_ordered(cudaStream_t s, const BackwardArgs<T>& a, const OrderedTile& ot) {
+  static const std::int64_t resident = [] {
+    TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kOrderedMaxCells * sizeof(T))));
+    return resident_blocks(reinterpret_cast<const void*>(Kernel), kOrderedBlock, kOrderedMaxCells * sizeof(T));
+  }();
+  const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(ot.tiles, 8 * resident)));
+  Kernel<<<grid, kOrderedBlock, static_cast<std::size_t>(ot.cells) * sizeof(T), s>>>(a, ot);
+}
+
 template <class T>
 void bwd_v9_ordered_tile(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v9_ordered_tile");
   const OrderedPlan plan = ordered_plan(a.w);
   if (!plan.refused.empty()) throw tut::Unsupported(plan.refused);
-  const std::size_t smem = static_cast<std::size_t>(plan.ot.cells) * sizeof(T);
   if constexpr (sizeof(T) == 4) {
     if (ordered_takes_channels(a, plan.ot)) {
-      static const std::int64_t resident = [] {  // blocks the device holds at once, with the largest tile
-        TUT_CUDA(cudaFuncSetAttribute(bwd_v9_ordered_channels_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kOrderedMaxCells * sizeof(T))));
-        return resident_blocks(TUT_KERNEL(bwd_v9_ordered_channels_kernel<T>), kOrderedBlock,
-                               kOrderedMaxCells * sizeof(T));
-      }();
-      const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(plan.ot.tiles, 8 * resident)));
-      bwd_v9_ordered_channels_kernel<T><<<grid, kOrderedBlock, smem, s>>>(a, plan.ot);
+      launch_ordered<bwd_v9_ordered_channels_kernel<T>>(s, a, plan.ot);
       TUT_CHECK_LAUNCH("bwd_v9_ordered_channels_kernel");
       return;
     }
   }
-  static const std::int64_t resident = [] {  // blocks the device holds at once, with the largest tile
-    TUT_CUDA(cudaFuncSetAttribute(bwd_v9_ordered_tile_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kOrderedMaxCells * sizeof(T))));
-    return resident_blocks(TUT_KERNEL(bwd_v9_ordered_tile_kernel<T>), kOrderedBlock,
-                           kOrderedMaxCells * sizeof(T));
-  }();
-  const unsigned grid = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(plan.ot.tiles, 8 * resident)));
-  bwd_v9_ordered_tile_kernel<T><<<grid, kOrderedBlock, smem, s>>>(a, plan.ot);
+  launch_ordered<bwd_v9_ordered_tile_kernel<T>>(s, a, plan.ot);
   TUT_CHECK_LAUNCH("bwd_v9_ordered_tile_kernel");
 }
 
