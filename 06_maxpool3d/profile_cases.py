@@ -65,6 +65,10 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # bwd v19, the fixed-point tile: the overlapping cases it was built for, beside v15.
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v19_fixed_point_tile"]),
+    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v19_fixed_point_tile"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v19_fixed_point_tile"]),
     # fwd v7's row pieces (C = 2) and v9's NDHWC blocks of 128: the cases they were built for.
     ("thin_cl", F, THIN + " layout=NDHWC", ["v7_channels_last"]),
     # bwd v17 first: the newest rung, on the disjoint case it was built for, beside v10 and PyTorch.

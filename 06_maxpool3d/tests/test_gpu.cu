@@ -12,9 +12,13 @@
 #include "versions.cuh"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -268,7 +272,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v15_separable_stages" && !ch06::bwd_v15_refuses<float>(w).empty()) ||
                                (v.name == "v16_zeros_then_value" && !ch06::bwd_v16_refuses<float>(w).empty()) ||
                                (v.name == "v17_bulk_store" && !ch06::bwd_v17_refuses<float>(w).empty()) ||
-                               (v.name == "v18_column_walk" && !ch06::bwd_v18_refuses<float>(w).empty());
+                               (v.name == "v18_column_walk" && !ch06::bwd_v18_refuses<float>(w).empty()) ||
+                               (v.name == "v19_fixed_point_tile" && !ch06::bwd_v19_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -317,6 +322,7 @@ TEST_SUITE("gpu") {
       if (separable) names.push_back("v15_separable_stages");
       const bool walk = ch06::bwd_v18_refuses<float>(w).empty();  // stride 1, NCDHW, cubic
       if (walk) names.push_back("v18_column_walk");
+      if (ch06::bwd_v19_refuses<float>(w).empty()) names.push_back("v19_fixed_point_tile");  // NCDHW
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -353,7 +359,7 @@ TEST_SUITE("gpu") {
       }
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
-      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk"}) {
+      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile"}) {
         if (!first.count(stage_version)) continue;
         std::vector<float> st(w.in_numel());
         std::memcpy(st.data(), first[stage_version].data(), dx_bytes);
@@ -710,6 +716,190 @@ TEST_SUITE("gpu") {
         for (std::size_t e = 0; e < dx_bytes; e += 4) apart += std::memcmp(&gather[e], &mine[e], 4) != 0;
         CHECK(apart == 0);
         CHECK(run("v18_column_walk") == mine);
+      }
+    }
+  }
+}
+
+// bwd v19 (the fixed-point tile): the reference everywhere it takes a case; on non-integer dy each
+// cell its exact sum rounded once; v1's bits where a block's dy are too wide for 63 bits or not
+// finite; the same bits on every run.
+namespace {
+
+// The exact sum of `terms` rounded once to float (to nearest, ties to even), computed in 128-bit
+// integers in units of the terms' lowest set bit; nullopt when their span does not fit.
+std::optional<float> exact_rounded(const std::vector<float>& terms) {
+  int unit = INT_MAX, top = INT_MIN;
+  for (const float t : terms) {
+    if (t == 0.0f) continue;
+    int e = 0;
+    const float f = std::frexp(std::fabs(t), &e);  // |t| = f * 2^e, f in [0.5, 1)
+    const auto m = static_cast<std::uint32_t>(std::ldexp(f, 24));
+    unit = std::min(unit, e - 24 + __builtin_ctz(m));
+    top = std::max(top, e);
+  }
+  if (unit == INT_MAX) return 0.0f;
+  if (top - unit + 12 > 126) return std::nullopt;
+  __int128 sum = 0;
+  for (const float t : terms) {
+    if (t == 0.0f) continue;
+    int e = 0;
+    const float f = std::frexp(t, &e);
+    auto m = static_cast<std::int64_t>(std::ldexp(f, 24));  // signed, |m| < 2^24
+    int low = e - 24;
+    while (m % 2 == 0) m /= 2, ++low;  // m odd: t = m * 2^low, low >= unit
+    sum += static_cast<__int128>(m) * (static_cast<__int128>(1) << (low - unit));
+  }
+  const bool neg = sum < 0;
+  unsigned __int128 mag = neg ? -static_cast<unsigned __int128>(sum) : static_cast<unsigned __int128>(sum);
+  if (mag == 0) return 0.0f;
+  int bits = 0;
+  for (unsigned __int128 v = mag; v; v >>= 1) ++bits;
+  int shift = std::max(0, bits - 24);
+  if (shift > 0) {
+    const unsigned __int128 q = mag >> shift, rem = mag - (q << shift), half = static_cast<unsigned __int128>(1) << (shift - 1);
+    mag = q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
+  }
+  const float r = std::ldexp(static_cast<float>(static_cast<std::uint64_t>(mag)), unit + shift);
+  return neg ? -r : r;
+}
+
+// Each output's cell: the forward's choice on a random input with no ties (the first of the
+// largest), as an offset in its window.
+std::vector<int> forward_cells(const ch06::Window& w, std::uint64_t seed) {
+  tut::Random rng(seed);
+  std::vector<int> cell(static_cast<std::size_t>(w.out_numel()));
+  for (std::int64_t o = 0; o < w.out_numel(); ++o) {
+    const std::int64_t nc = o / w.out_plane(), r = o % w.out_plane();
+    const int od = static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW));
+    const int oh = static_cast<int>(r / w.oW % w.oH), ow = static_cast<int>(r % w.oW);
+    int best = -1;
+    double bv = -1.0;
+    for (int cc = 0; cc < w.cells(); ++cc) {
+      const int jd = cc / (w.k[1] * w.k[2]), jh = cc / w.k[2] % w.k[1], jw = cc % w.k[2];
+      const int d = od * w.s[0] - w.p[0] + jd, h = oh * w.s[1] - w.p[1] + jh, x = ow * w.s[2] - w.p[2] + jw;
+      if (d < 0 || d >= w.D || h < 0 || h >= w.H || x < 0 || x >= w.W) continue;
+      const double v = rng.unit(static_cast<std::uint64_t>((nc * w.D + d) * w.H + h) * w.W + x);
+      if (v > bv) bv = v, best = cc;
+    }
+    cell[static_cast<std::size_t>(o)] = best;
+  }
+  return cell;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE("newest rungs: bwd v19 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits where it falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    // Its tiles: 64 cells along W, 16 along H, 8 along D on these shapes; each leaves a part-tile.
+    const auto sweep = [](std::int64_t k) -> std::vector<std::int64_t> { return {1, 2, 11 + k, 13 + k, 70}; };
+    const auto v19 = only(ch06::backward_f32_problem(), {"v19_fixed_point_tile"});
+    tut::check_cases(v19, staged_cases(sweep, true));
+    std::vector<tut::Case> more;
+    for (Spec s : std::vector<Spec>{{{2, 3, 17, 30, 33}, {3}, {2}, {1}},            // the stem's window
+                                    {{1, 2, 12, 21, 75}, {2, 3, 4}, {1, 2, 1}, {1, 1, 2}},  // not cubic
+                                    {{1, 2, 20, 22, 24}, {8}, {3}, {4}},            // kernel 8 stride 3
+                                    {{2, 2, 40, 9, 5}, {3}, {1}, {1}},              // W = 5: deep tiles
+                                    {{1, 1, 16, 16, 16}, {12}, {1}, {6}}})          // 1728 terms per cell
+      for (const char* idx : {"int64", "compact"}) {
+        s.indices = idx;
+        more.push_back(ch06::make_pool_case(s, true));
+      }
+    if (tut::under_sanitizer()) more.resize(4);
+    tut::check_cases(v19, more);
+    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},               // dilation 2
+                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},   // NDHWC
+                                    {{1, 1, 14, 14, 14}, {13}, {1}, {6}}}) {               // 2197 terms per cell
+      s.indices = "int64";
+      const auto c = ch06::make_pool_case(s, true);
+      INFO(c.name);
+      CHECK_FALSE(ch06::bwd_v19_refuses<float>(ch06::window_of_case(c)).empty());
+      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, "v19_fixed_point_tile"), c), tut::Unsupported);
+    }
+
+    std::vector<Spec> setups = {{{1, 2, 19, 21, 70}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+                                {{1, 2, 19, 21, 70}, {8}, {1}, {4}, {1}, 0, "NCDHW", "compact"},
+                                {{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
+                                {{2, 3, 17, 30, 33}, {3}, {2}, {1}, {1}, 0, "NCDHW", "compact"}};
+    if (tut::under_sanitizer()) setups.resize(2);
+    for (const auto& setup : setups) {
+      const auto c = ch06::make_pool_case(setup, true);
+      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+      const auto& w = inst->window();
+      const std::int64_t outs = w.out_numel(), cells_in = w.in_numel();
+      const auto cell = forward_cells(w, 29);
+      upload_cells(*inst, cell);
+      auto run = [&](const char* name) {
+        const auto bytes = dx_after(bwd, name, *inst);
+        std::vector<float> v(static_cast<std::size_t>(cells_in));
+        std::memcpy(v.data(), bytes.data(), bytes.size());
+        return v;
+      };
+      const auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; };
+      // Each input element's terms, in the order of the outputs.
+      const auto terms_of = [&](const std::vector<float>& dy) {
+        std::vector<std::vector<float>> terms(static_cast<std::size_t>(cells_in));
+        for (std::int64_t o = 0; o < outs; ++o) {
+          const std::int64_t nc = o / w.out_plane(), r = o % w.out_plane();
+          const std::int64_t flat = w.flat_index(static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW)),
+                                                 static_cast<int>(r / w.oW % w.oH), static_cast<int>(r % w.oW),
+                                                 cell[static_cast<std::size_t>(o)]);
+          terms[static_cast<std::size_t>(nc * w.in_plane() + flat)].push_back(dy[static_cast<std::size_t>(o)]);
+        }
+        return terms;
+      };
+      tut::Random rng(31);
+      std::vector<float> dy(static_cast<std::size_t>(outs));
+      for (std::size_t i = 0; i < dy.size(); ++i) {  // non-integer, |dy| in [1/16, 1]: no block falls back
+        const double u = rng.unit(i);
+        dy[i] = static_cast<float>((u < 0.5 ? -1.0 : 1.0) * (0.0625 + 0.9375 * rng.unit(i + (std::uint64_t{1} << 40))));
+      }
+      {
+        INFO(c.name, " non-integer dy");
+        upload(*inst, "dy", dy);
+        const auto mine = run("v19_fixed_point_tile"), gather = run("v1_gather");
+        const auto terms = terms_of(dy);
+        int wrong = 0, v1_apart = 0;
+        for (std::size_t e = 0; e < mine.size(); ++e) {
+          const auto want = exact_rounded(terms[e]);
+          REQUIRE(want.has_value());
+          wrong += !same_bits(mine[e], *want);
+          v1_apart += !same_bits(gather[e], *want);
+        }
+        CHECK(wrong == 0);
+        MESSAGE(c.name, ": v1's float sums differ from the exactly rounded ones at ", v1_apart, " elements");
+        CHECK(v1_apart > 0);  // float sums are not exact here: the check above can fail
+        for (int r = 0; r < (tut::under_sanitizer() ? 1 : 5); ++r) CHECK(run("v19_fixed_point_tile") == mine);
+      }
+      {
+        INFO(c.name, " dy with tiny values, a NaN and an infinity");
+        std::vector<float> wide = dy;
+        for (std::size_t i = 0; i < wide.size(); i += 211) wide[i] = 1.0e-30f;  // too wide for 63 bits
+        wide[wide.size() / 3] = std::numeric_limits<float>::quiet_NaN();
+        wide[2 * wide.size() / 3] = std::numeric_limits<float>::infinity();
+        upload(*inst, "dy", wide);
+        const auto mine = run("v19_fixed_point_tile"), gather = run("v1_gather");
+        const auto terms = terms_of(wide);
+        int wrong = 0, fell_back = 0, nan_mine = 0, nan_gather = 0;
+        for (std::size_t e = 0; e < mine.size(); ++e) {
+          nan_mine += std::isnan(mine[e]);
+          nan_gather += std::isnan(gather[e]);
+          const auto want = exact_rounded(terms[e]);
+          const bool as_v1 = same_bits(mine[e], gather[e]) || (std::isnan(mine[e]) && std::isnan(gather[e]));
+          const bool exact = want.has_value() && same_bits(mine[e], *want);
+          wrong += !as_v1 && !exact;
+          fell_back += as_v1 && want.has_value() && !same_bits(gather[e], *want);
+        }
+        CHECK(wrong == 0);
+        CHECK(nan_mine == nan_gather);
+        CHECK(nan_gather > 0);
+        CHECK(fell_back > 0);  // some block took v1's gather, seen where v1's sums are not exact
+        for (int r = 0; r < (tut::under_sanitizer() ? 1 : 3); ++r) {
+          const auto again = run("v19_fixed_point_tile");
+          CHECK(std::memcmp(again.data(), mine.data(), mine.size() * sizeof(float)) == 0);
+        }
       }
     }
   }

@@ -302,3 +302,21 @@ TEST_CASE("bwd v15 stages in shared memory between barriers and writes dx withou
     CHECK(tut::count_memory_ops(k, "STS", 64) >= 1);
   }
 }
+
+TEST_CASE("bwd v19 adds 32-bit integer pieces with native shared atomics: no compare-and-swap loop, no float or global atomic" *
+          doctest::skip(kNoCuobjdump)) {
+  // Three ATOMS.ADD per term (the 21-bit pieces); a 64-bit shared add would be ATOMS.CAST.SPIN.64 in
+  // a loop. dx is stored once per cell, with no global atomic; the block's range of dy is reduced
+  // with REDUX (the warp) and shared ATOMS.MAX / MIN.
+  for (const char* name : {"bwd_v19_fixed_point_tile_kernel<long, float>",
+                           "bwd_v19_fixed_point_tile_kernel<unsigned char, float>",
+                           "bwd_v19_fixed_point_tile_kernel<short, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "ATOMS.ADD") >= 3);
+    CHECK(tut::count_opcode(k, "ATOMS.CAS") == 0);
+    CHECK(tut::count_opcode(k, "RED.") + tut::count_opcode(k, "ATOMG") == 0);  // "RED." leaves out REDUX
+    CHECK(tut::count_opcode(k, "REDUX") >= 2);
+    CHECK(spills(k) == 0);
+  }
+}
