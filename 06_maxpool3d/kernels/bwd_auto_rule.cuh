@@ -73,6 +73,10 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      (results/) auto with v15 raced 1.06x and 1.07x PyTorch on kernel 3 stride 1 (int64,
 //      compact; v6 0.77x and 0.76x the run before), 0.68x and 0.68x on kernel 8 stride 1 (v6 0.40x
 //      and 0.38x);
+//      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
+//      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
+//      stride 1 0.417x PyTorch against v15's 0.671x, kernel 3 stride 1 0.820x against v18's 1.136x,
+//      the stem 0.661x against v9's 1.212x: not a choice);
 //   5. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
 //      a tile that fits its shared memory): v6;
 //   6. anything else: v1.
