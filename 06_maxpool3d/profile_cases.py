@@ -65,6 +65,9 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # bwd v20, the plane fill: the disjoint case it was built for.
+    ("bwd_k8s8", B, K8S8 + " indices=int64", ["v20_plane_fill"]),
+    ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v20_plane_fill"]),
     # bwd v19, the fixed-point tile: the overlapping cases it was built for, beside v15.
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v19_fixed_point_tile"]),
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v19_fixed_point_tile"]),

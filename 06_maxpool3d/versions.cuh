@@ -31,6 +31,7 @@
 #include "kernels/bwd_v17_bulk_store.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v19_fixed_point_tile.cuh"
+#include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -298,6 +299,8 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v18_column_walk<T>, bwd_v18_kernels<T>(), &bwd_v18_refuses<T>),
       backward_version<T>("v19_fixed_point_tile", "deterministic, overlapping NCDHW windows: a block scatters its tile's dy as exact 63-bit integers with shared-memory atomics, then rounds each cell once",
                           &bwd_v19_fixed_point_tile<T>, bwd_v19_kernels<T>(), &bwd_v19_refuses<T>),
+      backward_version<T>("v20_plane_fill", "deterministic, windows that do not overlap, NCDHW: a block per span of a plane loads its outputs' index and dy, fills the span with zeros, then stores the named cells",
+                          &bwd_v20_plane_fill<T>, bwd_v20_kernels<T>(), &bwd_v20_refuses<T>),
       backward_version<T>("auto", "the deterministic backward a user calls: v10, v3 or v7 without overlap; v9, v18, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };

@@ -25,6 +25,7 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
+#include "kernels/bwd_v20_plane_fill.cuh"
 
 namespace ch06 {
 
@@ -38,6 +39,7 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v10_row_writer: return bwd_v10_row_writer(s, a);
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
     case BwdPick::v18_column_walk: return bwd_v18_column_walk(s, a);
+    case BwdPick::v20_plane_fill: return bwd_v20_plane_fill(s, a);
     default: return bwd_v1_gather(s, a);
   }
 }

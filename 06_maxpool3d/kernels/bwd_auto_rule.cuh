@@ -7,6 +7,7 @@
 #include "kernels/bwd_v10_row_writer.cuh"
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
+#include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -29,7 +30,8 @@ enum class BwdPick {
   v9_ordered_tile,
   v10_row_writer,
   v15_separable_stages,
-  v18_column_walk
+  v18_column_walk,
+  v20_plane_fill
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -41,6 +43,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v10_row_writer: return "v10_row_writer";
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
     case BwdPick::v18_column_walk: return "v18_column_walk";
+    case BwdPick::v20_plane_fill: return "v20_plane_fill";
     default: return "v1_gather";
   }
 }
@@ -81,9 +84,17 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      a tile that fits its shared memory): v6;
 //   6. anything else: v1.
 inline constexpr int kOrderedAutoMaxRanks = 8;
+// v20 where an output owns at least this many cells of dx (the strides' product) and a plane at
+// least this many: a span is then a fill of 4 KiB or more with few outputs to look up.
+inline constexpr std::int64_t kFillAutoMinCells = 27;
+inline constexpr std::int64_t kFillAutoMinPlane = 1024;
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
+    if (bwd_v20_refuses<float>(w).empty() &&
+        static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= kFillAutoMinCells &&
+        static_cast<std::int64_t>(w.H) * w.W >= kFillAutoMinPlane)
+      return BwdPick::v20_plane_fill;
     if (bwd_v10_refuses<float>(w).empty()) return BwdPick::v10_row_writer;
     return static_cast<std::int64_t>(w.s[0]) * w.s[1] * w.s[2] >= 64 ? BwdPick::v7_zero_then_store
                                                                       : BwdPick::v3_segment_writer;

@@ -496,7 +496,7 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v18 (kernel 3) or v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v20 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v18 (kernel 3) or v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
@@ -505,11 +505,14 @@ TEST_CASE("the backward's rule: v10 where windows do not overlap in NCDHW (v3 or
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2})) == BwdPick::v10_row_writer);      // 8 cells per output: chunks span 2 outputs
   CHECK(pick({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v10_row_writer);
   CHECK(pick({2, 64, 32, 112, 112}, idx({2}, {2}, {0}, {1}, "NDHWC")) == BwdPick::v3_segment_writer);  // rows of channels
-  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v10_row_writer);           // 512 (v13, v16 and v17 lost there: not choices)
-  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v10_row_writer);          // 64
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8})) == BwdPick::v20_plane_fill);           // 512 cells an output, 4096 a plane
+  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v20_plane_fill);
+  CHECK(pick({2, 64, 64, 64, 64}, idx({8}, {8}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);  // v20 reads NCDHW only
+  CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4})) == BwdPick::v10_row_writer);          // 64, but planes of 16 cells
   CHECK(pick({1024, 512, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v7_zero_then_store);
   CHECK(pick({1024, 1, 4, 4, 4}, idx({4}, {4}, {0}, {1}, "NDHWC")) == BwdPick::v10_row_writer);  // one channel
-  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v10_row_writer);        // gaps between windows, 27
+  CHECK(pick({2, 64, 48, 96, 96}, idx({2}, {3})) == BwdPick::v20_plane_fill);        // gaps between windows, 27
+  CHECK(pick({2, 64, 48, 31, 32}, idx({2}, {3})) == BwdPick::v10_row_writer);         // 27, but planes of 992 cells
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {3}, {0}, {2})) == BwdPick::v10_row_writer);  // span 3 <= stride 3
   CHECK(pick({2, 3, 11, 12, 13}, idx({2}, {2}, {0}, {2})) == BwdPick::v1_gather);     // span 3 > stride 2, dilated
   CHECK(pick({8, 64, 16, 56, 56}, idx({3}, {2}, {1})) == BwdPick::v9_ordered_tile);  // 2 x 2 x 2 ranks

@@ -273,7 +273,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v16_zeros_then_value" && !ch06::bwd_v16_refuses<float>(w).empty()) ||
                                (v.name == "v17_bulk_store" && !ch06::bwd_v17_refuses<float>(w).empty()) ||
                                (v.name == "v18_column_walk" && !ch06::bwd_v18_refuses<float>(w).empty()) ||
-                               (v.name == "v19_fixed_point_tile" && !ch06::bwd_v19_refuses<float>(w).empty());
+                               (v.name == "v19_fixed_point_tile" && !ch06::bwd_v19_refuses<float>(w).empty()) ||
+                               (v.name == "v20_plane_fill" && !ch06::bwd_v20_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -543,6 +544,18 @@ TEST_SUITE("gpu") {
     // Zeros first, then the named cell's dy, by the same thread: the value must win every time, on
     // check_disjoint_writer's setups; on corrupt indices v16 must store what v10 stores.
     check_disjoint_writer({}, "v16_zeros_then_value", [](const ch06::Window& w) { return ch06::bwd_v16_refuses<float>(w); });
+  }
+
+  TEST_CASE("newest rungs: bwd v20 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *
+            tut::needs_gpu()) {
+    // A block's zeros and the values its other threads store after the barrier: a value lost to a
+    // zero, or a zero left where a value belongs, changes the bits. The cases: a whole plane per span
+    // (kernel 8 and 4), planes of several spans (H = 600, W = 9: 455 rows a span; kernel 1 on W =
+    // 100), spans whose ends are not 16-byte aligned (W = 18, 13, 9), gaps and padding, ceil mode,
+    // both formats; then 1 index in 7 replaced by a random one: v20 must store what v10 stores.
+    check_disjoint_writer({{{1, 2, 4, 600, 9}, {2}, {2}, {0}}, {{2, 3, 6, 90, 100}, {1}, {1}, {0}},
+                           {{2, 3, 10, 10, 9}, {3}, {3}, {1}, {1}, 1}},
+                          "v20_plane_fill", [](const ch06::Window& w) { return ch06::bwd_v20_refuses<float>(w); });
   }
 
   TEST_CASE("bwd v17 on disjoint windows: v10's bits and v1's, the same bits every run, and v10's bits on corrupt indices" *

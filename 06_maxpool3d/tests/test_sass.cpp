@@ -320,3 +320,16 @@ TEST_CASE("bwd v19 adds 32-bit integer pieces with native shared atomics: no com
     CHECK(spills(k) == 0);
   }
 }
+
+TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and has no atomics or spills" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v20_plane_fill_kernel<long, float>", "bwd_v20_plane_fill_kernel<unsigned char, float>",
+                           "bwd_v20_plane_fill_kernel<short, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "STG", 128) >= 1);
+    CHECK(tut::count_opcode(k, "BAR") >= 1);
+    CHECK(tut::count_opcode(k, "RED.") + tut::count_opcode(k, "ATOM") == 0);
+    CHECK(spills(k) == 0);
+  }
+}
