@@ -301,7 +301,7 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v19_fixed_point_tile<T>, bwd_v19_kernels<T>(), &bwd_v19_refuses<T>),
       backward_version<T>("v20_plane_fill", "deterministic, windows that do not overlap, NCDHW: a block per span of a plane loads its outputs' index and dy, fills the span with zeros, then stores the named cells",
                           &bwd_v20_plane_fill<T>, bwd_v20_kernels<T>(), &bwd_v20_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v10, v3 or v7 without overlap; v9, v18, v15 or v6 with; else v1",
+      backward_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v15 or v6 with; else v1",
                           &bwd_auto<T>, {}),
   };
   return p;

@@ -1,8 +1,10 @@
 // bwd auto: the deterministic backward a user calls. Its rule (kernels/bwd_auto_rule.cuh) reads only
 // the window, so it is decided on the host, and a case gets the same kernels (and the same bits)
 // every time:
-//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): one pass of
-//      16-byte stores in NCDHW (and NDHWC with one channel): v10 (v13, the next item's loads
+//   1. windows that do not overlap (span (k - 1) * dil + 1 <= stride on every axis): in NCDHW,
+//      undilated, where an output owns at least 27 cells and a plane at least 1024, v20, a block per
+//      span that loads its outputs' index first, fills the span, then stores the named cells; else
+//      one pass of 16-byte stores in NCDHW (and NDHWC with one channel): v10 (v13, the next item's loads
 //      ahead, ran behind it on kernel 8 stride 8 in three suite runs; v16 and v17 lost to both: not
 //      choices); in NDHWC v3 where an output owns fewer than 64 cells, else v7, a
 //      memset and a plain store per output;

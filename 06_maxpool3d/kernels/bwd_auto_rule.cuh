@@ -48,8 +48,15 @@ inline const char* bwd_pick_name(BwdPick p) {
   }
 }
 
-//   1. windows that do not overlap: in NCDHW (or NDHWC with one channel), one pass that writes
-//      each 16-byte chunk of dx once: v10. Three rungs tried to beat it there and none is a choice:
+//   1. windows that do not overlap, in NCDHW, undilated, where an output owns at least 27 cells
+//      (the strides' product) and a plane at least 1024: v20, the plane fill. Raced in one process
+//      (results/NVIDIA_H100_80GB_HBM3.v20_race.txt) it ran 1.052x PyTorch on kernel 8 stride 8
+//      (1.072x compact) where v10 ran 0.988x (0.980x), and 1.560x on kernel 2 stride 3 (27 cells an
+//      output, gaps between windows) where v10 ran 1.362x; on kernel 2 stride 2 (8 cells an output)
+//      it lost, 1.911x against v10's 2.108x. Small planes (4^3: 16 cells a plane) give it spans of
+//      64 bytes and were not timed, so they stay with v10. Else, in NCDHW (or NDHWC with one
+//      channel), one pass that writes each 16-byte chunk of dx once: v10. Three rungs tried to beat
+//      it there and none is a choice:
 //      v13 (the next item's loads issued early) ran behind v10 on kernel 8 stride 8 in each of the
 //      last three suite runs (results/, ninth_run/, tenth_run/: 0.0482 against 0.0471 ms, 0.0488
 //      against 0.0477, 0.0487 against 0.0470 with the int64 index; 0.0488 against 0.0470, 0.0487
