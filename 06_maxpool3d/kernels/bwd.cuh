@@ -33,6 +33,15 @@ void check_backward(const BackwardArgs<T>& a, const char* who) {
     fail("indices=compact needs the offset array of its width");
 }
 
+// Calls f(idx) with the saved index in the case's format: the int64 array, or the compact offsets
+// of their width (uint8 up to 256 window cells, else int16).
+template <class T, class F>
+void with_index(const BackwardArgs<T>& a, F&& f) {
+  if (a.w.indices == IndexFormat::int64) f(a.index);
+  else if (a.w.compact8()) f(a.offset8);
+  else f(a.offset16);
+}
+
 // The window cell output o chose, from the compact format.
 template <class T>
 __device__ __forceinline__ int saved_cell(const BackwardArgs<T>& a, std::int64_t o) {

@@ -285,9 +285,7 @@ template <class T>
 void bwd_v19_fixed_point_tile(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v19_fixed_point_tile");
   if (const std::string why = bwd_v19_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  if (a.w.indices == IndexFormat::int64) bwd_v19_launch(s, a, a.index);
-  else if (a.w.compact8()) bwd_v19_launch(s, a, a.offset8);
-  else bwd_v19_launch(s, a, a.offset16);
+  with_index(a, [&](const auto* idx) { bwd_v19_launch(s, a, idx); });
 }
 
 template <class T>

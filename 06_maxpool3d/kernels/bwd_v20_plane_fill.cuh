@@ -170,9 +170,7 @@ template <class T>
 void bwd_v20_plane_fill(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v20_plane_fill");
   if (const std::string why = bwd_v20_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  if (a.w.indices == IndexFormat::int64) bwd_v20_launch(s, a, a.index);
-  else if (a.w.compact8()) bwd_v20_launch(s, a, a.offset8);
-  else bwd_v20_launch(s, a, a.offset16);
+  with_index(a, [&](const auto* idx) { bwd_v20_launch(s, a, idx); });
 }
 
 template <class T>
