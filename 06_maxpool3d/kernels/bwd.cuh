@@ -4,6 +4,8 @@
 
 #include "kernels/pool.cuh"
 
+#include <type_traits>
+
 namespace ch06 {
 
 template <class T>
@@ -40,6 +42,57 @@ void with_index(const BackwardArgs<T>& a, F&& f) {
   if (a.w.indices == IndexFormat::int64) f(a.index);
   else if (a.w.compact8()) f(a.offset8);
   else f(a.offset16);
+}
+
+// The decode of a saved index: an int64 one is a flat position d * H * W + h * W + w, a compact one
+// a window cell (jd * kH + jh) * kW + jw.
+struct IndexDecode {
+  FastDiv by_hw, by_w, by_khw, by_kw;
+};
+inline IndexDecode index_decode(const Window& w) {
+  return {FastDiv(static_cast<std::int64_t>(w.H) * w.W), FastDiv(w.W), FastDiv(w.k[1] * w.k[2]), FastDiv(w.k[2])};
+}
+
+// The cell of the plane that saved index ix names, for an undilated output whose window starts at
+// (sd, sh, sw); `in_window` false when the index names no cell of that window (an int64 index past
+// the plane or outside the window, a compact one past the window's cells), which no gather would
+// collect. A compact cell may still lie in the padding: the caller's bounds decide. The plane fits
+// 32-bit offsets (the versions that call this refuse larger ones).
+struct NamedCell {
+  int d, h, x;
+  bool in_window;
+};
+template <class I>
+__device__ __forceinline__ NamedCell window_cell(const Window& w, const IndexDecode dec, I ix, int sd, int sh, int sw) {
+  NamedCell c{0, 0, 0, false};
+  if constexpr (std::is_same_v<I, std::int64_t>) {
+    if (static_cast<std::uint64_t>(ix) >= static_cast<std::uint64_t>(w.in_plane())) return c;
+    std::uint32_t r = static_cast<std::uint32_t>(ix);
+    c.d = static_cast<int>(dec.by_hw.div(r));
+    r -= static_cast<std::uint32_t>(c.d) * dec.by_hw.divisor;
+    c.h = static_cast<int>(dec.by_w.div(r));
+    c.x = static_cast<int>(r - static_cast<std::uint32_t>(c.h) * w.W);
+    c.in_window = static_cast<unsigned>(c.d - sd) < static_cast<unsigned>(w.k[0]) &&
+                  static_cast<unsigned>(c.h - sh) < static_cast<unsigned>(w.k[1]) &&
+                  static_cast<unsigned>(c.x - sw) < static_cast<unsigned>(w.k[2]);
+  } else {
+    const int j = static_cast<int>(ix);
+    if (j < 0 || j >= w.cells()) return c;
+    const int jd = static_cast<int>(dec.by_khw.div(static_cast<std::uint32_t>(j)));
+    const int r = j - jd * w.k[1] * w.k[2];
+    const int jh = static_cast<int>(dec.by_kw.div(static_cast<std::uint32_t>(r)));
+    c = {sd + jd, sh + jh, sw + r - jh * w.k[2], true};
+  }
+  return c;
+}
+
+// The outputs along one axis whose undilated windows reach cells [x0, x0 + n): [lo, hi], empty
+// when lo > hi.
+TUT_HD inline void reaching_outputs(int x0, int n, int k, int s, int p, int out, int& lo, int& hi) {
+  const int first = x0 + p - k + 1;  // o * s >= first
+  lo = first <= 0 ? 0 : (first + s - 1) / s;
+  hi = (x0 + n - 1 + p) / s;
+  if (hi > out - 1) hi = out - 1;
 }
 
 // The window cell output o chose, from the compact format.

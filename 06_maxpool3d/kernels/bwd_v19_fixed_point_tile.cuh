@@ -62,8 +62,7 @@ struct FixArgs {
   int TD = 1, TH = 1, TW = 1;  // a tile's cells along D, H, W
   int tiles_h = 1, tiles_w = 1;
   FastDiv by_tw, by_thw;   // a tile cell's decode
-  FastDiv by_hw, by_w;     // the int64 index's decode
-  FastDiv by_khw, by_kw;   // the compact index's decode
+  IndexDecode dec;         // the saved index's
   GatherDivs dv;           // the fallback's
 };
 
@@ -86,13 +85,6 @@ __device__ __forceinline__ std::int64_t to_fixed(float v, int unit) {
   return f.neg ? -static_cast<std::int64_t>(mag) : static_cast<std::int64_t>(mag);
 }
 
-// The outputs along one axis whose windows reach cells [x0, x0 + n): [lo, hi] (empty if lo > hi).
-__device__ __forceinline__ void fix_span(int x0, int n, int k, int s, int p, int out, int& lo, int& hi) {
-  const int first = x0 + p - k + 1;  // o * s >= first
-  lo = first <= 0 ? 0 : (first + s - 1) / s;
-  hi = min(out - 1, (x0 + n - 1 + p) / s);
-}
-
 template <class I, class T>
 __global__ void __launch_bounds__(kFixBlock, 2)
     bwd_v19_fixed_point_tile_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const FixArgs f) {
@@ -113,12 +105,11 @@ __global__ void __launch_bounds__(kFixBlock, 2)
   const int d0 = td * f.TD, h0 = th * f.TH, w0 = tw * f.TW;
   const int nd = min(f.TD, w.D - d0), nh = min(f.TH, w.H - h0), nw = min(f.TW, w.W - w0);
   int odlo, odhi, ohlo, ohhi, owlo, owhi;
-  fix_span(d0, nd, w.k[0], w.s[0], w.p[0], w.oD, odlo, odhi);
-  fix_span(h0, nh, w.k[1], w.s[1], w.p[1], w.oH, ohlo, ohhi);
-  fix_span(w0, nw, w.k[2], w.s[2], w.p[2], w.oW, owlo, owhi);
+  reaching_outputs(d0, nd, w.k[0], w.s[0], w.p[0], w.oD, odlo, odhi);
+  reaching_outputs(h0, nh, w.k[1], w.s[1], w.p[1], w.oH, ohlo, ohhi);
+  reaching_outputs(w0, nw, w.k[2], w.s[2], w.p[2], w.oW, owlo, owhi);
   const int bD = max(0, odhi - odlo + 1), bH = max(0, ohhi - ohlo + 1), bW = max(0, owhi - owlo + 1);
   const int rows = bD * bH;
-  const std::uint32_t HW = static_cast<std::uint32_t>(w.H) * w.W;
   const std::int64_t planes = w.N * w.C, plane_out = w.out_plane(), plane_in = w.in_plane();
 
   // Calls g(o, od, oh, ow) for each output of the box, a warp per box row, lanes along ow.
@@ -130,6 +121,16 @@ __global__ void __launch_bounds__(kFixBlock, 2)
       for (int c = lane; c < bW; c += 32) g(row + owlo + c, od, oh, owlo + c);
       rh += warps;
       while (rh >= bH) rh -= bH, ++rd;
+    }
+  };
+
+  // Calls g(c, e) for each cell of the tile inside the input: its counter c and its element e of dx.
+  const auto each_cell = [&](std::int64_t ibase, auto&& g) {
+    for (int c = tid; c < cells; c += kFixBlock) {
+      const int cd = static_cast<int>(f.by_thw.div(static_cast<std::uint32_t>(c)));
+      const int rem = c - cd * f.TH * f.TW;
+      const int ch = static_cast<int>(f.by_tw.div(static_cast<std::uint32_t>(rem))), cw = rem - ch * f.TW;
+      if (cd < nd && ch < nh && cw < nw) g(c, ibase + (static_cast<std::int64_t>(d0 + cd) * w.H + h0 + ch) * w.W + w0 + cw);
     }
   };
 
@@ -165,29 +166,9 @@ __global__ void __launch_bounds__(kFixBlock, 2)
       // Pass 2: each term, as three pieces, to the cell its index names.
       each_output(obase, [&](std::int64_t o, int od, int oh, int ow) {
         const int sd = od * w.s[0] - w.p[0], sh = oh * w.s[1] - w.p[1], sw = ow * w.s[2] - w.p[2];
-        int d, h, x;
-        if constexpr (std::is_same_v<I, std::int64_t>) {
-          const std::int64_t flat = idx[o];
-          if (static_cast<std::uint64_t>(flat) >= static_cast<std::uint64_t>(plane_in)) return;
-          std::uint32_t r = static_cast<std::uint32_t>(flat);
-          d = static_cast<int>(f.by_hw.div(r));
-          r -= static_cast<std::uint32_t>(d) * HW;
-          h = static_cast<int>(f.by_w.div(r));
-          x = static_cast<int>(r - static_cast<std::uint32_t>(h) * w.W);
-          if (static_cast<unsigned>(d - sd) >= static_cast<unsigned>(w.k[0]) ||
-              static_cast<unsigned>(h - sh) >= static_cast<unsigned>(w.k[1]) ||
-              static_cast<unsigned>(x - sw) >= static_cast<unsigned>(w.k[2]))
-            return;  // not a cell of this output's window: no gather would collect it
-        } else {
-          const int j = static_cast<int>(idx[o]);
-          if (j < 0 || j >= w.cells()) return;
-          const int jd = static_cast<int>(f.by_khw.div(static_cast<std::uint32_t>(j)));
-          const int r = j - jd * w.k[1] * w.k[2];
-          const int jh = static_cast<int>(f.by_kw.div(static_cast<std::uint32_t>(r)));
-          d = sd + jd;
-          h = sh + jh;
-          x = sw + r - jh * w.k[2];
-        }
+        const NamedCell named = window_cell(w, f.dec, idx[o], sd, sh, sw);
+        if (!named.in_window) return;  // no gather would collect it
+        const int d = named.d, h = named.h, x = named.x;
         if (static_cast<unsigned>(d - d0) >= static_cast<unsigned>(nd) ||
             static_cast<unsigned>(h - h0) >= static_cast<unsigned>(nh) ||
             static_cast<unsigned>(x - w0) >= static_cast<unsigned>(nw))
@@ -201,26 +182,14 @@ __global__ void __launch_bounds__(kFixBlock, 2)
       });
       __syncthreads();
       // Pass 3: each cell's integer, rounded to float once, stored once.
-      for (int c = tid; c < cells; c += kFixBlock) {
-        const int cd = static_cast<int>(f.by_thw.div(static_cast<std::uint32_t>(c)));
-        const int rem = c - cd * f.TH * f.TW;
-        const int ch = static_cast<int>(f.by_tw.div(static_cast<std::uint32_t>(rem))), cw = rem - ch * f.TW;
-        if (cd >= nd || ch >= nh || cw >= nw) continue;
+      each_cell(ibase, [&](int c, std::int64_t e) {
         const std::int64_t total = static_cast<std::int64_t>(s2[c]) * (std::int64_t{1} << 42) +
                                    static_cast<std::int64_t>(s1[c]) * (std::int64_t{1} << 21) + s0[c];
-        a.dx[ibase + (static_cast<std::int64_t>(d0 + cd) * w.H + h0 + ch) * w.W + w0 + cw] =
-            scalbnf(__ll2float_rn(total), unit);
-      }
+        a.dx[e] = scalbnf(__ll2float_rn(total), unit);
+      });
     } else {
       // dy too wide for 63 bits, or not finite: v1's gather for this tile.
-      for (int c = tid; c < cells; c += kFixBlock) {
-        const int cd = static_cast<int>(f.by_thw.div(static_cast<std::uint32_t>(c)));
-        const int rem = c - cd * f.TH * f.TW;
-        const int ch = static_cast<int>(f.by_tw.div(static_cast<std::uint32_t>(rem))), cw = rem - ch * f.TW;
-        if (cd >= nd || ch >= nh || cw >= nw) continue;
-        const std::int64_t e = ibase + (static_cast<std::int64_t>(d0 + cd) * w.H + h0 + ch) * w.W + w0 + cw;
-        a.dx[e] = gather_one<false>(a, f.dv, e);
-      }
+      each_cell(ibase, [&](int, std::int64_t e) { a.dx[e] = gather_one<false>(a, f.dv, e); });
     }
     __syncthreads();  // the counters and the scalars are set again for the next plane
   }
@@ -255,10 +224,7 @@ inline FixArgs fix_args(const Window& w) {
   f.tiles_w = (w.W + f.TW - 1) / f.TW;
   f.by_tw = FastDiv(f.TW);
   f.by_thw = FastDiv(f.TH * f.TW);
-  f.by_hw = FastDiv(static_cast<std::int64_t>(w.H) * w.W);
-  f.by_w = FastDiv(w.W);
-  f.by_khw = FastDiv(w.k[1] * w.k[2]);
-  f.by_kw = FastDiv(w.k[2]);
+  f.dec = index_decode(w);
   f.dv = gather_divs(w);
   return f;
 }

@@ -44,8 +44,7 @@ struct FillArgs {
   int R = 1;             // rows per span
   int spans = 1;         // spans per plane
   std::int64_t items = 0;  // N * C * D * spans
-  FastDiv by_hw, by_w;     // the int64 index's decode
-  FastDiv by_khw, by_kw;   // the compact index's decode
+  IndexDecode dec;         // the saved index's
 };
 
 template <class I, class T>
@@ -65,9 +64,8 @@ __global__ void __launch_bounds__(kFillBlock, 8)
     // one output plane; its rows [ohlo, ohhi], every ow.
     const int od = (d + w.p[0]) / w.s[0];
     const bool has_od = od < w.oD && d + w.p[0] - od * w.s[0] < w.k[0];
-    const int first = h0 + w.p[1] - w.k[1] + 1;
-    const int ohlo = first <= 0 ? 0 : (first + w.s[1] - 1) / w.s[1];
-    const int ohhi = min(w.oH - 1, (h1 - 1 + w.p[1]) / w.s[1]);
+    int ohlo, ohhi;
+    reaching_outputs(h0, h1 - h0, w.k[1], w.s[1], w.p[1], w.oH, ohlo, ohhi);
     const int outs = has_od && ohhi >= ohlo ? (ohhi - ohlo + 1) * w.oW : 0;
     const std::int64_t obase = (nc * w.oD + od) * static_cast<std::int64_t>(w.oH) * w.oW;
     const int sd = od * w.s[0] - w.p[0];
@@ -76,30 +74,11 @@ __global__ void __launch_bounds__(kFillBlock, 8)
     const auto named = [&](int q, I ix) -> int {
       const int oh = ohlo + q / w.oW, ow = q % w.oW;
       const int sh = oh * w.s[1] - w.p[1], sw = ow * w.s[2] - w.p[2];
-      int dd, h, x;
-      if constexpr (std::is_same_v<I, std::int64_t>) {
-        if (static_cast<std::uint64_t>(ix) >= static_cast<std::uint64_t>(w.in_plane())) return -1;
-        std::uint32_t r = static_cast<std::uint32_t>(ix);
-        dd = static_cast<int>(f.by_hw.div(r));
-        r -= static_cast<std::uint32_t>(dd) * HW;
-        h = static_cast<int>(f.by_w.div(r));
-        x = static_cast<int>(r - static_cast<std::uint32_t>(h) * w.W);
-        if (static_cast<unsigned>(h - sh) >= static_cast<unsigned>(w.k[1]) ||
-            static_cast<unsigned>(x - sw) >= static_cast<unsigned>(w.k[2]))
-          return -1;  // not in its window
-      } else {
-        const int j = static_cast<int>(ix);
-        if (j < 0 || j >= w.cells()) return -1;
-        const int jd = static_cast<int>(f.by_khw.div(static_cast<std::uint32_t>(j)));
-        const int rr = j - jd * w.k[1] * w.k[2];
-        const int jh = static_cast<int>(f.by_kw.div(static_cast<std::uint32_t>(rr)));
-        dd = sd + jd;
-        h = sh + jh;
-        x = sw + rr - jh * w.k[2];
-        if (static_cast<unsigned>(x) >= static_cast<unsigned>(w.W)) return -1;  // padding
-      }
-      if (dd != d || h < h0 || h >= h1) return -1;  // another span's cell (or padding)
-      return h * w.W + x;
+      const NamedCell c = window_cell(w, f.dec, ix, sd, sh, sw);
+      if (!c.in_window) return -1;
+      if (static_cast<unsigned>(c.x) >= static_cast<unsigned>(w.W)) return -1;  // padding
+      if (c.d != d || c.h < h0 || c.h >= h1) return -1;  // another span's cell (or padding)
+      return c.h * w.W + c.x;
     };
 
     // 1. The loads of the first kFillHeld outputs per thread, before any store waits on them.
@@ -157,10 +136,7 @@ void bwd_v20_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   f.R = std::min(w.H, std::max(1, kFillCells / w.W));
   f.spans = (w.H + f.R - 1) / f.R;
   f.items = w.N * w.C * w.D * f.spans;
-  f.by_hw = FastDiv(static_cast<std::int64_t>(w.H) * w.W);
-  f.by_w = FastDiv(w.W);
-  f.by_khw = FastDiv(w.k[1] * w.k[2]);
-  f.by_kw = FastDiv(w.k[2]);
+  f.dec = index_decode(w);
   const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(f.items, kMaxInt32));
   bwd_v20_plane_fill_kernel<I, T><<<grid, kFillBlock, 0, s>>>(a, idx, f);
   TUT_CHECK_LAUNCH("bwd_v20_plane_fill_kernel");
