@@ -51,9 +51,9 @@ inline const char* bwd_pick_name(BwdPick p) {
 //   1. windows that do not overlap, in NCDHW, undilated, where an output owns at least 27 cells
 //      (the strides' product) and a plane at least 1024: v20, the plane fill. Raced in one process
 //      (results/NVIDIA_H100_80GB_HBM3.v20_race.txt) it ran 1.052x PyTorch on kernel 8 stride 8
-//      (1.072x compact) where v10 ran 0.988x (0.980x), and 1.560x on kernel 2 stride 3 (27 cells an
-//      output, gaps between windows) where v10 ran 1.362x; on kernel 2 stride 2 (8 cells an output)
-//      it lost, 1.911x against v10's 2.108x. Small planes (4^3: 16 cells a plane) give it spans of
+//      (1.070x compact) where v10 ran 0.987x (0.981x), and 1.556x on kernel 2 stride 3 (27 cells an
+//      output, gaps between windows) where v10 ran 1.371x; on kernel 2 stride 2 (8 cells an output)
+//      it lost, 1.900x against v10's 2.112x. Small planes (4^3: 16 cells a plane) give it spans of
 //      64 bytes and were not timed, so they stay with v10. Else, in NCDHW (or NDHWC with one
 //      channel), one pass that writes each 16-byte chunk of dx once: v10. Three rungs tried to beat
 //      it there and none is a choice:
@@ -85,8 +85,8 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      and 0.38x);
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
-//      stride 1 0.417x PyTorch against v15's 0.671x, kernel 3 stride 1 0.820x against v18's 1.136x,
-//      the stem 0.661x against v9's 1.212x: not a choice);
+//      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,
+//      the stem 0.664x against v9's 1.217x: not a choice);
 //   5. other overlapping windows that v6 takes (undilated, at most 64 covering outputs over D and H,
 //      a tile that fits its shared memory): v6;
 //   6. anything else: v1.

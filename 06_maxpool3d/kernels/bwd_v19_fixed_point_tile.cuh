@@ -32,13 +32,14 @@
 // from L2), about 35 instructions per output visit over the two passes: near 15 M warp
 // instructions against v15's 41.9 M, so about twice v15's speed, ahead of PyTorch's scatter.
 //
-// Measured (H100, results/NVIDIA_H100_80GB_HBM3.v19.ncu.txt and .v19_race.txt): wrong by 3.7x in
+// Measured (H100, results/NVIDIA_H100_80GB_HBM3.v19.ncu.txt and .v19_race.txt): wrong by 4.2x in
 // instructions. With the 8 x 16 x 64 tiles that were fastest of five (results/forms/v19_tiles.txt),
-// kernel 8 stride 1 took 55.8 M warp instructions and 122 us, 2.87 M shared-memory bank conflicts
-// (neighbouring windows mostly chose the same cell), and raced 0.417x PyTorch (0.467x compact),
-// against v15's 0.671x in the same process. A pass reads each output 2.54 times (the tile's halo), and
-// there are two. Kernel 3 stride 1: 0.820x (v18 1.136x); the stem: 0.661x (v9 1.212x). Auto does not
-// take it.
+// kernel 8 stride 1 took 62.4 M warp instructions and 122 us, 2.87 M shared-memory bank conflicts
+// (neighbouring windows mostly chose the same cell), and raced 0.425x PyTorch (0.468x compact),
+// against v15's 0.673x in the same process. A pass reads each output 2.54 times (the tile's halo), and
+// there are two. Kernel 3 stride 1: 0.877x (v18 1.144x); the stem: 0.664x (v9 1.217x). Auto does not
+// take it. (The form before the index decode was shared, results/sixteenth_run/ and the commit
+// 919f632 files, took 55.8 M instructions in the same 122 us.)
 //
 // Limits, refused before launch: NCDHW, dilation 1, P <= 2048 covering outputs per cell, a plane
 // that fits 32-bit offsets.

@@ -21,10 +21,10 @@
 // PyTorch's fill and scatter (45.9 us in Nsight Compute).
 //
 // Measured (H100, results/NVIDIA_H100_80GB_HBM3.v20.ncu.txt and .v20_race.txt): kernel 8 stride 8,
-// 44.7 us (43.9 compact) against the fill's 40.7, 91.5 % of the warps resident, DRAM 75.4 % busy,
-// warps waiting on a load 11.5 % of the time (v10 77.0 %); raced 1.052x PyTorch (1.072x compact)
-// where v10 ran 0.988x. Kernel 2 stride 3: 1.560x (v10 1.362x). Kernel 2 stride 2, where 1008
-// outputs reach a span and most are loaded after the zeros: 1.911x (v10 2.108x).
+// 45.2 us (43.4 compact) against the fill's 41.0, 88.4 % of the warps resident, DRAM 74.5 % busy,
+// warps waiting on a load 11.0 % of the time (v10 77.0 %); raced 1.052x PyTorch (1.070x compact)
+// where v10 ran 0.987x. Kernel 2 stride 3: 1.556x (v10 1.371x). Kernel 2 stride 2, where 1008
+// outputs reach a span and most are loaded after the zeros: 1.900x (v10 2.112x).
 //
 // Limits, refused before launch: windows that do not overlap, NCDHW, dilation 1, a plane that fits
 // 32-bit offsets.
