@@ -65,6 +65,10 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # bwd v21, the fixed-point counters in global memory: the overlapping cases v19 was built for.
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v21_fixed_point_global", "aten.max_pool3d_with_indices_backward"]),
+    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v21_fixed_point_global"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v21_fixed_point_global"]),
     # bwd v20, the plane fill: the disjoint case it was built for.
     ("bwd_k8s8", B, K8S8 + " indices=int64", ["v20_plane_fill"]),
     ("bwd_k8s8_compact", B, K8S8 + " indices=compact", ["v20_plane_fill"]),

@@ -32,6 +32,7 @@
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v19_fixed_point_tile.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
+#include "kernels/bwd_v21_fixed_point_global.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -301,8 +302,11 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
                           &bwd_v19_fixed_point_tile<T>, bwd_v19_kernels<T>(), &bwd_v19_refuses<T>),
       backward_version<T>("v20_plane_fill", "deterministic, windows that do not overlap, NCDHW: a block per span of a plane loads its outputs' index and dy, fills the span with zeros, then stores the named cells",
                           &bwd_v20_plane_fill<T>, bwd_v20_kernels<T>(), &bwd_v20_refuses<T>),
-      backward_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v15 or v6 with; else v1",
-                          &bwd_auto<T>, {}),
+      backward_scratch_version<T>("v21_fixed_point_global", "deterministic, NCDHW, undilated: v19's exact 63-bit integers added to a 64-bit counter per dx cell in global memory, a warp's run of lanes naming one cell adding once, then each cell rounded once",
+                                  &bwd_v21_fixed_point_global<T>, &bwd_v21_scratch_bytes<T>, bwd_v21_kernels<T>(),
+                                  &bwd_v21_refuses<T>),
+      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v21, v15 or v6 with; else v1",
+                                  &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };
   return p;
 }

@@ -12,7 +12,8 @@
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
 //   4. other overlapping windows with stride 1, NCDHW, undilated, cubic kernel 2 to 8: v15, the
 //      separable stages (3k candidates per cell); on kernel 3 v18, the same stages with D walked in
-//      registers;
+//      registers; on kernels 5 to 8 v21, exact fixed-point integers added to a counter per cell in
+//      global memory (auto then needs v21's scratch, 8 bytes per dx element);
 //   5. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   6. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.
@@ -28,11 +29,18 @@
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
+#include "kernels/bwd_v21_fixed_point_global.cuh"
 
 namespace ch06 {
 
+// Scratch: v21's where the rule takes it, else none.
 template <class T>
-void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
+std::size_t bwd_auto_scratch_bytes(const Window& w) {
+  return bwd_pick(w) == BwdPick::v21_fixed_point_global ? bwd_v21_scratch_bytes<T>(w) : 0;
+}
+
+template <class T>
+void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
   switch (bwd_pick(a.w)) {
     case BwdPick::v3_segment_writer: return bwd_v3_segment_writer(s, a);
     case BwdPick::v6_staged_tile: return bwd_v6_staged_tile(s, a);
@@ -42,6 +50,7 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a) {
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
     case BwdPick::v18_column_walk: return bwd_v18_column_walk(s, a);
     case BwdPick::v20_plane_fill: return bwd_v20_plane_fill(s, a);
+    case BwdPick::v21_fixed_point_global: return bwd_v21_fixed_point_global(s, a, scratch, scratch_bytes);
     default: return bwd_v1_gather(s, a);
   }
 }

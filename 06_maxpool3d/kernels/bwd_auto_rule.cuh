@@ -8,6 +8,7 @@
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
+#include "kernels/bwd_v21_fixed_point_global.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -31,7 +32,8 @@ enum class BwdPick {
   v10_row_writer,
   v15_separable_stages,
   v18_column_walk,
-  v20_plane_fill
+  v20_plane_fill,
+  v21_fixed_point_global
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -44,6 +46,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
     case BwdPick::v18_column_walk: return "v18_column_walk";
     case BwdPick::v20_plane_fill: return "v20_plane_fill";
+    case BwdPick::v21_fixed_point_global: return "v21_fixed_point_global";
     default: return "v1_gather";
   }
 }
@@ -83,6 +86,14 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      (results/) auto with v15 raced 1.06x and 1.07x PyTorch on kernel 3 stride 1 (int64,
 //      compact; v6 0.77x and 0.76x the run before), 0.68x and 0.68x on kernel 8 stride 1 (v6 0.40x
 //      and 0.38x);
+//      on kernels of 5 and more, v21, the fixed-point counters in global memory, where it takes
+//      the case (at most 2048 covering outputs): timed against v15 and v18 in one process per
+//      kernel on 1 x 16 x 64^3, stride 1, int64 (results/NVIDIA_H200.v21_sweep.txt), v21 ran
+//      0.0636, 0.0640 and 0.0577 ms on kernels 5, 6 and 8 against v15's 0.0693, 0.0703 and
+//      0.0768, and lost on kernel 4, 0.0654 against 0.0632; kernel 7 was not timed. Raced on
+//      kernel 8 it ran 0.772x PyTorch (0.809x compact) where v15 ran 0.580x (0.592x)
+//      (results/NVIDIA_H200.v21_race.txt). A plane whose dy hold an Inf or a NaN, or span more
+//      than about 27 binades, takes v1's gather inside v21, which is slower;
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
 //      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,
@@ -95,6 +106,8 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 // least this many: a span is then a fill of 4 KiB or more with few outputs to look up.
 inline constexpr std::int64_t kFillAutoMinCells = 27;
 inline constexpr std::int64_t kFillAutoMinPlane = 1024;
+// v21 instead of v15 on stride-1 cubic windows of at least this kernel (125 covering outputs a cell).
+inline constexpr int kFixedAutoMinKernel = 5;
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
@@ -109,7 +122,10 @@ inline BwdPick bwd_pick(const Window& w) {
   const OrderedPlan plan = ordered_plan(w);
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (w.k[0] == 3 && bwd_v18_refuses<float>(w).empty()) return BwdPick::v18_column_walk;
-  if (bwd_v15_refuses<float>(w).empty()) return BwdPick::v15_separable_stages;
+  if (bwd_v15_refuses<float>(w).empty()) {
+    if (w.k[0] >= kFixedAutoMinKernel && bwd_v21_refuses<float>(w).empty()) return BwdPick::v21_fixed_point_global;
+    return BwdPick::v15_separable_stages;
+  }
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;
   return BwdPick::v1_gather;
 }

@@ -274,7 +274,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v17_bulk_store" && !ch06::bwd_v17_refuses<float>(w).empty()) ||
                                (v.name == "v18_column_walk" && !ch06::bwd_v18_refuses<float>(w).empty()) ||
                                (v.name == "v19_fixed_point_tile" && !ch06::bwd_v19_refuses<float>(w).empty()) ||
-                               (v.name == "v20_plane_fill" && !ch06::bwd_v20_refuses<float>(w).empty());
+                               (v.name == "v20_plane_fill" && !ch06::bwd_v20_refuses<float>(w).empty()) ||
+                               (v.name == "v21_fixed_point_global" && !ch06::bwd_v21_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -324,6 +325,7 @@ TEST_SUITE("gpu") {
       const bool walk = ch06::bwd_v18_refuses<float>(w).empty();  // stride 1, NCDHW, cubic
       if (walk) names.push_back("v18_column_walk");
       if (ch06::bwd_v19_refuses<float>(w).empty()) names.push_back("v19_fixed_point_tile");  // NCDHW
+      if (ch06::bwd_v21_refuses<float>(w).empty()) names.push_back("v21_fixed_point_global");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -334,11 +336,13 @@ TEST_SUITE("gpu") {
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
-      // auto takes v9 or v6 on overlapping windows, v18 or v15 on stride-1 NCDHW ones: their
-      // association (sums of partial sums) is not v1's, so auto's bits are compared with the bits of
-      // the version its rule names, and their values with v1's within rounding.
+      // auto takes v9 or v6 on overlapping windows, v18, v21 or v15 on stride-1 NCDHW ones: their
+      // association (sums of partial sums, or v21's exact sums rounded once) is not v1's, so auto's
+      // bits are compared with the bits of the version its rule names, and their values with v1's
+      // within rounding.
       const ch06::BwdPick pick = ch06::bwd_pick(w);
-      const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk;
+      const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk ||
+                          pick == ch06::BwdPick::v21_fixed_point_global;
       CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
@@ -360,7 +364,7 @@ TEST_SUITE("gpu") {
       }
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
-      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile"}) {
+      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global"}) {
         if (!first.count(stage_version)) continue;
         std::vector<float> st(w.in_numel());
         std::memcpy(st.data(), first[stage_version].data(), dx_bytes);
@@ -802,118 +806,137 @@ std::vector<int> forward_cells(const ch06::Window& w, std::uint64_t seed) {
 
 }  // namespace
 
+namespace {
+
+// The fixed-point versions, v19 (a block's tile) and v21 (global counters), on the same checks: the
+// reference on every case the version takes, its refusals, each cell's exact sum rounded once on
+// non-integer dy, v1's bits where dy do not fit 63 bits (a tile for v19, a plane for v21) while the
+// rest stays exact, and the same bits every run.
+void check_fixed_point(const char* name, std::string (*refuses)(const ch06::Window&)) {
+  const auto& bwd = ch06::maxpool3d_backward_f32();
+  // v19's tiles: 64 cells along W, 16 along H, 8 along D on these shapes; each leaves a part-tile.
+  const auto sweep = [](std::int64_t k) -> std::vector<std::int64_t> { return {1, 2, 11 + k, 13 + k, 70}; };
+  const auto mine_only = only(ch06::backward_f32_problem(), {name});
+  tut::check_cases(mine_only, staged_cases(sweep, true));
+  std::vector<tut::Case> more;
+  for (Spec s : std::vector<Spec>{{{2, 3, 17, 30, 33}, {3}, {2}, {1}},            // the stem's window
+                                  {{1, 2, 12, 21, 75}, {2, 3, 4}, {1, 2, 1}, {1, 1, 2}},  // not cubic
+                                  {{1, 2, 20, 22, 24}, {8}, {3}, {4}},            // kernel 8 stride 3
+                                  {{2, 2, 40, 9, 5}, {3}, {1}, {1}},              // W = 5: deep tiles
+                                  {{1, 1, 16, 16, 16}, {12}, {1}, {6}}})          // 1728 terms per cell
+    for (const char* idx : {"int64", "compact"}) {
+      s.indices = idx;
+      more.push_back(ch06::make_pool_case(s, true));
+    }
+  if (tut::under_sanitizer()) more.resize(4);
+  tut::check_cases(mine_only, more);
+  for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},               // dilation 2
+                                  {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},   // NDHWC
+                                  {{1, 1, 14, 14, 14}, {13}, {1}, {6}}}) {               // 2197 terms per cell
+    s.indices = "int64";
+    const auto c = ch06::make_pool_case(s, true);
+    INFO(c.name);
+    CHECK_FALSE(refuses(ch06::window_of_case(c)).empty());
+    CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, name), c), tut::Unsupported);
+  }
+
+  std::vector<Spec> setups = {{{1, 2, 19, 21, 70}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+                              {{1, 2, 19, 21, 70}, {8}, {1}, {4}, {1}, 0, "NCDHW", "compact"},
+                              {{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
+                              {{2, 3, 17, 30, 33}, {3}, {2}, {1}, {1}, 0, "NCDHW", "compact"}};
+  if (tut::under_sanitizer()) setups.resize(2);
+  for (const auto& setup : setups) {
+    const auto c = ch06::make_pool_case(setup, true);
+    const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+    const auto& w = inst->window();
+    const std::int64_t outs = w.out_numel(), cells_in = w.in_numel();
+    const auto cell = forward_cells(w, 29);
+    upload_cells(*inst, cell);
+    auto run = [&](const char* version) {
+      const auto bytes = dx_after(bwd, version, *inst);
+      std::vector<float> v(static_cast<std::size_t>(cells_in));
+      std::memcpy(v.data(), bytes.data(), bytes.size());
+      return v;
+    };
+    const auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; };
+    // Each input element's terms, in the order of the outputs.
+    const auto terms_of = [&](const std::vector<float>& dy) {
+      std::vector<std::vector<float>> terms(static_cast<std::size_t>(cells_in));
+      for (std::int64_t o = 0; o < outs; ++o) {
+        const std::int64_t nc = o / w.out_plane(), r = o % w.out_plane();
+        const std::int64_t flat = w.flat_index(static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW)),
+                                               static_cast<int>(r / w.oW % w.oH), static_cast<int>(r % w.oW),
+                                               cell[static_cast<std::size_t>(o)]);
+        terms[static_cast<std::size_t>(nc * w.in_plane() + flat)].push_back(dy[static_cast<std::size_t>(o)]);
+      }
+      return terms;
+    };
+    tut::Random rng(31);
+    std::vector<float> dy(static_cast<std::size_t>(outs));
+    for (std::size_t i = 0; i < dy.size(); ++i) {  // non-integer, |dy| in [1/16, 1]: no block falls back
+      const double u = rng.unit(i);
+      dy[i] = static_cast<float>((u < 0.5 ? -1.0 : 1.0) * (0.0625 + 0.9375 * rng.unit(i + (std::uint64_t{1} << 40))));
+    }
+    {
+      INFO(c.name, " non-integer dy");
+      upload(*inst, "dy", dy);
+      const auto mine = run(name), gather = run("v1_gather");
+      const auto terms = terms_of(dy);
+      int wrong = 0, v1_apart = 0;
+      for (std::size_t e = 0; e < mine.size(); ++e) {
+        const auto want = exact_rounded(terms[e]);
+        REQUIRE(want.has_value());
+        wrong += !same_bits(mine[e], *want);
+        v1_apart += !same_bits(gather[e], *want);
+      }
+      CHECK(wrong == 0);
+      MESSAGE(c.name, ": v1's float sums differ from the exactly rounded ones at ", v1_apart, " elements");
+      CHECK(v1_apart > 0);  // float sums are not exact here: the check above can fail
+      for (int r = 0; r < (tut::under_sanitizer() ? 1 : 5); ++r) CHECK(run(name) == mine);
+    }
+    {
+      INFO(c.name, " dy with tiny values, a NaN and an infinity, all in the first plane");
+      std::vector<float> wide = dy;
+      const auto plane = static_cast<std::size_t>(w.out_plane());
+      for (std::size_t i = 0; i < plane; i += 211) wide[i] = 1.0e-30f;  // too wide for 63 bits
+      wide[plane / 3] = std::numeric_limits<float>::quiet_NaN();
+      wide[2 * plane / 3] = std::numeric_limits<float>::infinity();
+      upload(*inst, "dy", wide);
+      const auto mine = run(name), gather = run("v1_gather");
+      const auto terms = terms_of(wide);
+      int wrong = 0, fell_back = 0, kept_exact = 0, nan_mine = 0, nan_gather = 0;
+      for (std::size_t e = 0; e < mine.size(); ++e) {
+        nan_mine += std::isnan(mine[e]);
+        nan_gather += std::isnan(gather[e]);
+        const auto want = exact_rounded(terms[e]);
+        const bool as_v1 = same_bits(mine[e], gather[e]) || (std::isnan(mine[e]) && std::isnan(gather[e]));
+        const bool exact = want.has_value() && same_bits(mine[e], *want);
+        wrong += !as_v1 && !exact;
+        fell_back += as_v1 && want.has_value() && !same_bits(gather[e], *want);
+        kept_exact += exact && !as_v1;
+      }
+      CHECK(wrong == 0);
+      CHECK(nan_mine == nan_gather);
+      CHECK(nan_gather > 0);
+      CHECK(fell_back > 0);   // some tile or plane took v1's gather, seen where v1's sums are not exact
+      CHECK(kept_exact > 0);  // and the others kept their exact sums, seen where v1's are not
+      for (int r = 0; r < (tut::under_sanitizer() ? 1 : 3); ++r) {
+        const auto again = run(name);
+        CHECK(std::memcmp(again.data(), mine.data(), mine.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 TEST_SUITE("gpu") {
   TEST_CASE("newest rungs: bwd v19 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits where it falls back, the same bits every run" *
             tut::needs_gpu()) {
-    const auto& bwd = ch06::maxpool3d_backward_f32();
-    // Its tiles: 64 cells along W, 16 along H, 8 along D on these shapes; each leaves a part-tile.
-    const auto sweep = [](std::int64_t k) -> std::vector<std::int64_t> { return {1, 2, 11 + k, 13 + k, 70}; };
-    const auto v19 = only(ch06::backward_f32_problem(), {"v19_fixed_point_tile"});
-    tut::check_cases(v19, staged_cases(sweep, true));
-    std::vector<tut::Case> more;
-    for (Spec s : std::vector<Spec>{{{2, 3, 17, 30, 33}, {3}, {2}, {1}},            // the stem's window
-                                    {{1, 2, 12, 21, 75}, {2, 3, 4}, {1, 2, 1}, {1, 1, 2}},  // not cubic
-                                    {{1, 2, 20, 22, 24}, {8}, {3}, {4}},            // kernel 8 stride 3
-                                    {{2, 2, 40, 9, 5}, {3}, {1}, {1}},              // W = 5: deep tiles
-                                    {{1, 1, 16, 16, 16}, {12}, {1}, {6}}})          // 1728 terms per cell
-      for (const char* idx : {"int64", "compact"}) {
-        s.indices = idx;
-        more.push_back(ch06::make_pool_case(s, true));
-      }
-    if (tut::under_sanitizer()) more.resize(4);
-    tut::check_cases(v19, more);
-    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},               // dilation 2
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"},   // NDHWC
-                                    {{1, 1, 14, 14, 14}, {13}, {1}, {6}}}) {               // 2197 terms per cell
-      s.indices = "int64";
-      const auto c = ch06::make_pool_case(s, true);
-      INFO(c.name);
-      CHECK_FALSE(ch06::bwd_v19_refuses<float>(ch06::window_of_case(c)).empty());
-      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, "v19_fixed_point_tile"), c), tut::Unsupported);
-    }
-
-    std::vector<Spec> setups = {{{1, 2, 19, 21, 70}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
-                                {{1, 2, 19, 21, 70}, {8}, {1}, {4}, {1}, 0, "NCDHW", "compact"},
-                                {{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
-                                {{2, 3, 17, 30, 33}, {3}, {2}, {1}, {1}, 0, "NCDHW", "compact"}};
-    if (tut::under_sanitizer()) setups.resize(2);
-    for (const auto& setup : setups) {
-      const auto c = ch06::make_pool_case(setup, true);
-      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
-      const auto& w = inst->window();
-      const std::int64_t outs = w.out_numel(), cells_in = w.in_numel();
-      const auto cell = forward_cells(w, 29);
-      upload_cells(*inst, cell);
-      auto run = [&](const char* name) {
-        const auto bytes = dx_after(bwd, name, *inst);
-        std::vector<float> v(static_cast<std::size_t>(cells_in));
-        std::memcpy(v.data(), bytes.data(), bytes.size());
-        return v;
-      };
-      const auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; };
-      // Each input element's terms, in the order of the outputs.
-      const auto terms_of = [&](const std::vector<float>& dy) {
-        std::vector<std::vector<float>> terms(static_cast<std::size_t>(cells_in));
-        for (std::int64_t o = 0; o < outs; ++o) {
-          const std::int64_t nc = o / w.out_plane(), r = o % w.out_plane();
-          const std::int64_t flat = w.flat_index(static_cast<int>(r / (static_cast<std::int64_t>(w.oH) * w.oW)),
-                                                 static_cast<int>(r / w.oW % w.oH), static_cast<int>(r % w.oW),
-                                                 cell[static_cast<std::size_t>(o)]);
-          terms[static_cast<std::size_t>(nc * w.in_plane() + flat)].push_back(dy[static_cast<std::size_t>(o)]);
-        }
-        return terms;
-      };
-      tut::Random rng(31);
-      std::vector<float> dy(static_cast<std::size_t>(outs));
-      for (std::size_t i = 0; i < dy.size(); ++i) {  // non-integer, |dy| in [1/16, 1]: no block falls back
-        const double u = rng.unit(i);
-        dy[i] = static_cast<float>((u < 0.5 ? -1.0 : 1.0) * (0.0625 + 0.9375 * rng.unit(i + (std::uint64_t{1} << 40))));
-      }
-      {
-        INFO(c.name, " non-integer dy");
-        upload(*inst, "dy", dy);
-        const auto mine = run("v19_fixed_point_tile"), gather = run("v1_gather");
-        const auto terms = terms_of(dy);
-        int wrong = 0, v1_apart = 0;
-        for (std::size_t e = 0; e < mine.size(); ++e) {
-          const auto want = exact_rounded(terms[e]);
-          REQUIRE(want.has_value());
-          wrong += !same_bits(mine[e], *want);
-          v1_apart += !same_bits(gather[e], *want);
-        }
-        CHECK(wrong == 0);
-        MESSAGE(c.name, ": v1's float sums differ from the exactly rounded ones at ", v1_apart, " elements");
-        CHECK(v1_apart > 0);  // float sums are not exact here: the check above can fail
-        for (int r = 0; r < (tut::under_sanitizer() ? 1 : 5); ++r) CHECK(run("v19_fixed_point_tile") == mine);
-      }
-      {
-        INFO(c.name, " dy with tiny values, a NaN and an infinity");
-        std::vector<float> wide = dy;
-        for (std::size_t i = 0; i < wide.size(); i += 211) wide[i] = 1.0e-30f;  // too wide for 63 bits
-        wide[wide.size() / 3] = std::numeric_limits<float>::quiet_NaN();
-        wide[2 * wide.size() / 3] = std::numeric_limits<float>::infinity();
-        upload(*inst, "dy", wide);
-        const auto mine = run("v19_fixed_point_tile"), gather = run("v1_gather");
-        const auto terms = terms_of(wide);
-        int wrong = 0, fell_back = 0, nan_mine = 0, nan_gather = 0;
-        for (std::size_t e = 0; e < mine.size(); ++e) {
-          nan_mine += std::isnan(mine[e]);
-          nan_gather += std::isnan(gather[e]);
-          const auto want = exact_rounded(terms[e]);
-          const bool as_v1 = same_bits(mine[e], gather[e]) || (std::isnan(mine[e]) && std::isnan(gather[e]));
-          const bool exact = want.has_value() && same_bits(mine[e], *want);
-          wrong += !as_v1 && !exact;
-          fell_back += as_v1 && want.has_value() && !same_bits(gather[e], *want);
-        }
-        CHECK(wrong == 0);
-        CHECK(nan_mine == nan_gather);
-        CHECK(nan_gather > 0);
-        CHECK(fell_back > 0);  // some block took v1's gather, seen where v1's sums are not exact
-        for (int r = 0; r < (tut::under_sanitizer() ? 1 : 3); ++r) {
-          const auto again = run("v19_fixed_point_tile");
-          CHECK(std::memcmp(again.data(), mine.data(), mine.size() * sizeof(float)) == 0);
-        }
-      }
-    }
+    check_fixed_point("v19_fixed_point_tile", &ch06::bwd_v19_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v21 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v21_fixed_point_global", &ch06::bwd_v21_refuses<float>);
   }
 }

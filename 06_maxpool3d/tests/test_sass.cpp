@@ -321,6 +321,23 @@ TEST_CASE("bwd v19 adds 32-bit integer pieces with native shared atomics: no com
   }
 }
 
+TEST_CASE("bwd v21 adds each run's 64-bit integer with one native global reduction: no compare-and-swap loop, no float atomic, no spills" *
+          doctest::skip(kNoCuobjdump)) {
+  // REDG.E.ADD.64 is the native 64-bit integer add at the L2 (atomicAdd on unsigned long long whose
+  // result is unused); a float atomic would be REDG.E.ADD.F32, a CAS loop ATOMG.E.CAS. The runs'
+  // sums are a scan of SHFL.UP: 5 steps of a 64-bit value, 2 shuffles each, and one for the key.
+  constexpr int kV21Chunks = 4;  // kGlobChunks in kernels/bwd_v21_fixed_point_global.cuh
+  for (const char* name : {"bwd_v21_scatter_kernel<long, float>", "bwd_v21_scatter_kernel<unsigned char, float>",
+                           "bwd_v21_scatter_kernel<short, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "REDG.E.ADD.64") == kV21Chunks);  // one per chunk of the unrolled loop
+    CHECK(tut::count_opcode(k, "REDG.E.ADD.F") + tut::count_opcode(k, "ATOM") == 0);
+    CHECK(tut::count_opcode(k, "SHFL.UP") >= 11 * kV21Chunks);
+    CHECK(spills(k) == 0);
+  }
+}
+
 TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and has no atomics or spills" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"bwd_v20_plane_fill_kernel<long, float>", "bwd_v20_plane_fill_kernel<unsigned char, float>",

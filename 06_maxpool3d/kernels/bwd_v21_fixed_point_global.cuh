@@ -1,0 +1,333 @@
+// bwd v21_fixed_point_global: v19's exact integers, added where the scatter adds, in global memory.
+//
+// Why. v19 made the scatter deterministic by adding each dy as a 63-bit fixed-point integer, but a
+// block must see every output that reaches its tile of dx in shared memory: on kernel 8 stride 1
+// each output is read 2.54 times per pass over two passes, and it took 62.4 M warp instructions
+// (results/NVIDIA_H100_80GB_HBM3.v19.ncu.txt). Here the counters are in global memory, one 64-bit
+// integer per dx cell, so each output is read once, as in the atomic scatter (v0), and its integer
+// goes straight to the cell its index names with the native 64-bit RED.ADD. Integer addition is
+// associative: any order of those adds gives the same sum, so dx has the same bits on every run.
+//
+// Three kernels, per (n, c) plane:
+//   1. scale: the plane's dy, their top bit and lowest set bit (as in v19's pass 1), a partial per
+//      block; the same grid zeroes the counters;
+//   2. scatter: each block merges its plane's partials into the scale 2^unit, unit = top - 51 (v19's
+//      rule: at most 2048 terms per cell keep every sum below 2^62); a warp takes 32 consecutive
+//      outputs, and the lanes of a run that name the same cell (neighbouring windows share their
+//      maximum) sum their integers with a segmented scan of shuffles, so the run's last lane adds
+//      once for all of them;
+//   3. round: each cell's integer, rounded to float once (scalbnf of __ll2float_rn, as v19), stored.
+// A plane whose dy do not all fit (spanning more than about 27 binades, or an Inf or a NaN) skips
+// step 2, and step 3 computes its cells by v1's gather instead: which path a plane takes depends
+// only on its data, so the result stays deterministic. Where it fits, each cell is its exact sum
+// rounded once, as in v19.
+//
+// Prediction (made before any measurement), kernel 8 stride 1 on 1 x 16 x 64^3 with int64 indices:
+// DRAM about dy twice (11.9 MB each), the index once (23.7 MB), the counters zeroed, added to and
+// read (33.5 MB each way, partly absorbed by the 50 MB L2) and dx written once (16.8 MB): at most
+// 131 MB, 44 us at the copy ceiling; instructions about 2 M warp instructions (v15: 41.9 M). So
+// bound by bytes, and ahead of PyTorch's 52.8 us (fill, then a float atomic per output).
+//
+// Limits, refused before launch: NCDHW, dilation 1, at most 2048 outputs covering one cell, a
+// plane that fits 32-bit offsets. Scratch: 8 bytes per dx element, and a few per plane.
+#pragma once
+
+#include "kernels/bwd_v19_fixed_point_tile.cuh"  // FloatParts, to_fixed, fix_terms, the fallback
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ch06 {
+
+inline constexpr int kGlobBlock = 256;
+inline constexpr int kGlobMaxParts = 64;     // blocks per plane in kernels 1 and 2
+inline constexpr int kGlobTargetBlocks = 1024;
+inline constexpr int kGlobUnroll = 4;        // loads a thread has in flight in kernels 1 and 3
+inline constexpr int kGlobChunks = 4;        // chunks of 32 outputs a warp loads before it adds (kernel 2)
+
+// A block's view of its plane's dy: the top bit above every |dy|, the lowest set bit, and whether
+// some dy is not finite.
+struct FixBits {
+  int top, low, bad;
+};
+
+struct GlobArgs {
+  int parts = 1;          // blocks per plane in kernels 1 and 2 (gridDim.x)
+  FastDiv by_ow, by_ohw;  // an output's decode within its plane
+  IndexDecode dec;        // the saved index's
+  GatherDivs dv;          // the fallback's
+};
+
+struct GlobScratch {
+  std::size_t counters = 0, parts = 0, scale = 0, bytes = 0;  // offsets and the total
+};
+
+inline int glob_parts(const Window& w) {
+  const std::int64_t planes = w.N * w.C;
+  return static_cast<int>(std::clamp<std::int64_t>((kGlobTargetBlocks + planes - 1) / planes, 1, kGlobMaxParts));
+}
+
+inline GlobScratch glob_scratch(const Window& w) {
+  const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
+  const auto planes = static_cast<std::size_t>(w.N * w.C);
+  GlobScratch g;
+  g.parts = up(static_cast<std::size_t>(w.in_numel()) * sizeof(unsigned long long));
+  g.scale = g.parts + up(planes * static_cast<std::size_t>(glob_parts(w)) * sizeof(FixBits));
+  g.bytes = g.scale + up(planes * sizeof(int2));
+  return g;
+}
+
+template <class T>
+std::size_t bwd_v21_scratch_bytes(const Window& w) {
+  return glob_scratch(w).bytes;
+}
+
+__device__ __forceinline__ FixBits fix_bits_warp(FixBits b) {
+  return {__reduce_max_sync(0xFFFFFFFFu, b.top), __reduce_min_sync(0xFFFFFFFFu, b.low),
+          static_cast<int>(__reduce_or_sync(0xFFFFFFFFu, static_cast<unsigned>(b.bad)))};
+}
+
+// 1. The counters zeroed (the whole grid, 16 bytes a store), and each block's partial of its plane.
+template <class T>
+__global__ void __launch_bounds__(kGlobBlock)
+    bwd_v21_scale_kernel(const T* __restrict__ dy, const Window w, FixBits* __restrict__ parts,
+                         unsigned long long* __restrict__ counters) {
+  __shared__ FixBits warp_bits[kGlobBlock / 32];
+  const int tid = threadIdx.x, lane = tid % 32;
+  const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * gridDim.y * kGlobBlock;
+  const std::int64_t me = (static_cast<std::int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kGlobBlock + tid;
+  const std::int64_t n = w.in_numel();
+  auto* pairs = reinterpret_cast<ulonglong2*>(counters);
+  for (std::int64_t i = me; i < n / 2; i += threads) pairs[i] = make_ulonglong2(0, 0);
+  if (me == 0 && n % 2) counters[n - 1] = 0;
+
+  const std::int64_t planes = w.N * w.C;
+  const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
+  for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
+    const T* p = dy + nc * plane_out;
+    FixBits b{INT_MIN, INT_MAX, 0};
+    for (std::uint32_t r0 = blockIdx.x * kGlobBlock * kGlobUnroll + tid; r0 < plane_out;
+         r0 += gridDim.x * kGlobBlock * kGlobUnroll) {
+      T v[kGlobUnroll];
+#pragma unroll
+      for (int u = 0; u < kGlobUnroll; ++u) {  // the loads first, then the bits
+        const std::uint32_t r = r0 + u * kGlobBlock;
+        v[u] = r < plane_out ? p[r] : T(0);
+      }
+#pragma unroll
+      for (int u = 0; u < kGlobUnroll; ++u) {
+        const FloatParts f = float_parts(v[u]);
+        b.bad |= !f.finite;
+        if (f.finite && f.m != 0) {
+          b.top = max(b.top, f.e + 24);
+          b.low = min(b.low, f.e + __ffs(f.m) - 1);
+        }
+      }
+    }
+    b = fix_bits_warp(b);
+    if (lane == 0) warp_bits[tid / 32] = b;
+    __syncthreads();
+    if (tid < 32) {
+      b = tid < kGlobBlock / 32 ? warp_bits[tid] : FixBits{INT_MIN, INT_MAX, 0};
+      b = fix_bits_warp(b);
+      if (tid == 0) parts[nc * gridDim.x + blockIdx.x] = b;
+    }
+    __syncthreads();
+  }
+}
+
+// 2. The plane's scale from its partials, then each output's integer added to its cell's counter,
+// a run of lanes naming one cell adding once.
+template <class I, class T>
+__global__ void __launch_bounds__(kGlobBlock)
+    bwd_v21_scatter_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const GlobArgs g,
+                           const FixBits* __restrict__ parts, int2* __restrict__ scale,
+                           unsigned long long* __restrict__ counters) {
+  __shared__ int2 plane_scale;
+  const Window& w = a.w;
+  const int tid = threadIdx.x, lane = tid % 32;
+  const std::int64_t planes = w.N * w.C;
+  const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
+  const std::int64_t plane_in = w.in_plane();
+  for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
+    if (tid < 32) {
+      FixBits b{INT_MIN, INT_MAX, 0};
+      for (int i = lane; i < g.parts; i += 32) {
+        const FixBits q = parts[nc * g.parts + i];
+        b = {max(b.top, q.top), min(b.low, q.low), b.bad | q.bad};
+      }
+      b = fix_bits_warp(b);
+      const int unit = b.top == INT_MIN ? 0 : b.top - kFixScaleBits;  // INT_MIN: every dy is 0
+      const int exact = !b.bad && (b.top == INT_MIN || b.low >= unit);
+      if (tid == 0) {
+        plane_scale = make_int2(unit, exact);
+        if (blockIdx.x == 0) scale[nc] = plane_scale;
+      }
+    }
+    __syncthreads();
+    const int unit = plane_scale.x;
+    if (plane_scale.y) {
+      const T* dyp = a.dy + nc * plane_out;
+      const I* ip = idx + nc * plane_out;
+      unsigned long long* cp = counters + nc * plane_in;
+      // A warp's chunks of 32 consecutive outputs, kGlobChunks of them loaded before the first is
+      // added; the loop's bounds are the same for the whole warp.
+      const std::uint32_t stride = gridDim.x * kGlobBlock;
+      for (std::uint32_t base = (blockIdx.x * kGlobBlock + tid) & ~31u; base < plane_out; base += kGlobChunks * stride) {
+        I ix[kGlobChunks];
+        T y[kGlobChunks];
+#pragma unroll
+        for (int u = 0; u < kGlobChunks; ++u) {
+          const std::uint32_t r = base + u * stride + lane;
+          // Read once, marked evict-first (ld.global.cs), so that they do not push the counters
+          // out of the L2 before kernel 3 reads them.
+          ix[u] = r < plane_out ? __ldcs(ip + r) : I(0);  // past the end: not decoded
+          y[u] = r < plane_out ? __ldcs(dyp + r) : T(0);
+        }
+#pragma unroll
+        for (int u = 0; u < kGlobChunks; ++u) {
+          const std::uint32_t r = base + u * stride + lane;
+          int key = -1;  // the cell's offset in the plane, -1 for no term
+          long long v = 0;
+          if (r < plane_out) {
+            const int od = static_cast<int>(g.by_ohw.div(r));
+            const std::uint32_t rr = r - static_cast<std::uint32_t>(od) * g.by_ohw.divisor;
+            const int oh = static_cast<int>(g.by_ow.div(rr)), ow = static_cast<int>(rr - static_cast<std::uint32_t>(oh) * w.oW);
+            const NamedCell c = window_cell(w, g.dec, ix[u], od * w.s[0] - w.p[0], oh * w.s[1] - w.p[1], ow * w.s[2] - w.p[2]);
+            if (c.in_window && static_cast<unsigned>(c.d) < static_cast<unsigned>(w.D) &&
+                static_cast<unsigned>(c.h) < static_cast<unsigned>(w.H) && static_cast<unsigned>(c.x) < static_cast<unsigned>(w.W)) {
+              key = (c.d * w.H + c.h) * w.W + c.x;
+              v = y[u] != T(0) ? to_fixed(y[u], unit) : 0;  // a zero's exponent may lie far below the unit
+            }
+          }
+          // Runs of lanes with one key: each lane's sum from its run's first lane, by a segmented scan.
+          const int prev = __shfl_up_sync(0xFFFFFFFFu, key, 1);
+          const unsigned heads = __ballot_sync(0xFFFFFFFFu, lane == 0 || key != prev);
+          const int head = 31 - __clz(heads & (0xFFFFFFFFu >> (31 - lane)));
+          const int longest = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(lane - head));  // the same in every lane
+#pragma unroll
+          for (int d = 1; d < 32; d *= 2) {
+            if (d > longest) break;  // the scan of a run of n lanes needs the steps below n
+            const long long t = __shfl_up_sync(0xFFFFFFFFu, v, d);
+            if (lane - d >= head) v += t;
+          }
+          const bool last = lane == 31 || ((heads >> (lane + 1)) & 1u);
+          if (last && key >= 0 && v != 0) atomicAdd(cp + key, static_cast<unsigned long long>(v));
+        }
+      }
+    }
+    __syncthreads();  // plane_scale is set again for the next plane
+  }
+}
+
+// A counter's integer times 2^unit as float: rounded once by __ll2float_rn, then the exponent moved,
+// which is exact while the result stays a normal float; scalbnf otherwise (a subnormal result is
+// rounded a second time there, as in v19).
+__device__ __forceinline__ float fixed_to_float(long long x, int unit) {
+  const float r = __ll2float_rn(x);
+  const int e = static_cast<int>((__float_as_uint(r) >> 23) & 0xFF) + unit;
+  if (r == 0.0f) return r;
+  if (e >= 1 && e <= 254) return __uint_as_float(__float_as_uint(r) + (static_cast<std::uint32_t>(unit) << 23));
+  return scalbnf(r, unit);
+}
+
+// 3. Each cell's integer rounded once; a plane that did not fit gathers as v1. Where the planes and
+// dx allow, a thread takes two cells at a time (one 16-byte load of counters, one 8-byte store),
+// kGlobUnroll loads in flight.
+template <class T>
+__global__ void __launch_bounds__(kGlobBlock)
+    bwd_v21_round_kernel(const BackwardArgs<T> a, const GlobArgs g, const int2* __restrict__ scale,
+                         const unsigned long long* __restrict__ counters, bool pairs) {
+  const Window& w = a.w;
+  const std::int64_t planes = w.N * w.C;
+  const auto plane_in = static_cast<std::uint32_t>(w.in_plane());
+  const int per = pairs ? 2 : 1;
+  const std::uint32_t units = plane_in / per;  // whole pairs, or cells
+  for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
+    const int2 sc = scale[nc];
+    const std::int64_t ibase = nc * plane_in;
+    if (!sc.y) {
+      for (std::uint32_t r = blockIdx.x * kGlobBlock + threadIdx.x; r < plane_in; r += gridDim.x * kGlobBlock)
+        a.dx[ibase + r] = gather_one<false>(a, g.dv, ibase + r);
+      continue;
+    }
+    for (std::uint32_t r0 = blockIdx.x * kGlobBlock * kGlobUnroll + threadIdx.x; r0 < units;
+         r0 += gridDim.x * kGlobBlock * kGlobUnroll) {
+      ulonglong2 q[kGlobUnroll];
+#pragma unroll
+      for (int u = 0; u < kGlobUnroll; ++u) {
+        const std::uint32_t r = r0 + u * kGlobBlock;
+        q[u] = make_ulonglong2(0, 0);
+        if (r < units) {
+          // The counters' last read: evict-first.
+          if (pairs) q[u] = __ldcs(reinterpret_cast<const ulonglong2*>(counters + ibase) + r);
+          else q[u].x = __ldcs(counters + ibase + r);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kGlobUnroll; ++u) {
+        const std::uint32_t r = r0 + u * kGlobBlock;
+        if (r >= units) break;
+        const float lo = fixed_to_float(static_cast<long long>(q[u].x), sc.x);
+        if (pairs) reinterpret_cast<float2*>(a.dx + ibase)[r] = make_float2(lo, fixed_to_float(static_cast<long long>(q[u].y), sc.x));
+        else a.dx[ibase + r] = lo;
+      }
+    }
+  }
+}
+
+// Why v21 refuses a case ("" when it takes it).
+template <class T>
+std::string bwd_v21_refuses(const Window& w) {
+  if (w.layout != Layout::ncdhw) return "bwd_v21_fixed_point_global reads the layout NCDHW only";
+  if (w.dilated()) return "bwd_v21_fixed_point_global takes dilation 1 only";
+  if (fix_terms(w) > kFixMaxTerms)
+    return "bwd_v21_fixed_point_global: more than " + std::to_string(kFixMaxTerms) + " outputs can cover one cell";
+  if (!plane_fits_32_bits(w)) return "bwd_v21_fixed_point_global indexes a plane in 32 bits; this one is larger";
+  return {};
+}
+
+template <class I, class T>
+void bwd_v21_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigned char* base, const GlobScratch& m) {
+  const Window& w = a.w;
+  GlobArgs g;
+  g.parts = glob_parts(w);
+  g.by_ow = FastDiv(w.oW);
+  g.by_ohw = FastDiv(static_cast<std::int64_t>(w.oH) * w.oW);
+  g.dec = index_decode(w);
+  g.dv = gather_divs(w);
+  auto* counters = reinterpret_cast<unsigned long long*>(base + m.counters);
+  auto* parts = reinterpret_cast<FixBits*>(base + m.parts);
+  auto* scale = reinterpret_cast<int2*>(base + m.scale);
+  const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(std::min<std::int64_t>(w.N * w.C, 65535)));
+  bwd_v21_scale_kernel<T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, parts, counters);
+  TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
+  bwd_v21_scatter_kernel<I, T><<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
+  TUT_CHECK_LAUNCH("bwd_v21_scatter_kernel");
+  // Pairs of cells where every plane starts on a 16-byte counter and an 8-byte dx element.
+  const bool pairs = w.in_plane() % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.dx) % 8 == 0;
+  const std::int64_t per_plane = (w.in_plane() + kGlobBlock * kGlobUnroll * 2 - 1) / (kGlobBlock * kGlobUnroll * 2);
+  const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, 4 * kGlobMaxParts)), grid.y);
+  bwd_v21_round_kernel<T><<<round_grid, kGlobBlock, 0, s>>>(a, g, scale, counters, pairs);
+  TUT_CHECK_LAUNCH("bwd_v21_round_kernel");
+}
+
+template <class T>
+void bwd_v21_fixed_point_global(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
+  static_assert(std::is_same_v<T, float>, "the fixed-point integers are built from float32 bits");
+  check_backward(a, "bwd_v21_fixed_point_global");
+  if (const std::string why = bwd_v21_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
+  const GlobScratch m = glob_scratch(a.w);
+  if (!scratch || scratch_bytes < m.bytes)
+    throw std::invalid_argument("bwd_v21_fixed_point_global: needs " + std::to_string(m.bytes) + " bytes of scratch");
+  with_index(a, [&](const auto* idx) { bwd_v21_launch(s, a, idx, static_cast<unsigned char*>(scratch), m); });
+}
+
+template <class T>
+std::vector<const void*> bwd_v21_kernels() {
+  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int64_t, T>),
+          TUT_KERNEL(bwd_v21_scatter_kernel<std::uint8_t, T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int16_t, T>),
+          TUT_KERNEL(bwd_v21_round_kernel<T>)};
+}
+
+}  // namespace ch06
