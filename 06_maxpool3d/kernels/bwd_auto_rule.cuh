@@ -89,8 +89,8 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      on kernels of 5 and more, v21, the fixed-point counters in global memory, where it takes
 //      the case (at most 2048 covering outputs): timed against v15 and v18 in one process per
 //      kernel on 1 x 16 x 64^3, stride 1, int64 (results/NVIDIA_H200.v21_sweep.txt), v21 ran
-//      0.0636, 0.0640 and 0.0577 ms on kernels 5, 6 and 8 against v15's 0.0693, 0.0703 and
-//      0.0768, and lost on kernel 4, 0.0654 against 0.0632; kernel 7 was not timed. Raced on
+//      0.0636, 0.0640, 0.0585 and 0.0577 ms on kernels 5, 6, 7 and 8 against v15's 0.0693,
+//      0.0703, 0.0730 and 0.0768, and lost on kernel 4, 0.0654 against 0.0632. Raced on
 //      kernel 8 it ran 0.772x PyTorch (0.809x compact) where v15 ran 0.580x (0.592x)
 //      (results/NVIDIA_H200.v21_race.txt). A plane whose dy hold an Inf or a NaN, or span more
 //      than about 27 binades, takes v1's gather inside v21, which is slower;

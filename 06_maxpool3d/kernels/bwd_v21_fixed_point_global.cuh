@@ -28,6 +28,15 @@
 // 131 MB, 44 us at the copy ceiling; instructions about 2 M warp instructions (v15: 41.9 M). So
 // bound by bytes, and ahead of PyTorch's 52.8 us (fill, then a float atomic per output).
 //
+// Measured (H200, results/NVIDIA_H200.v21.ncu.txt, .v21_race.txt, .v21_sweep.txt): wrong on both
+// counts. The three kernels took 14.6 + 27.7 + 13.7 us against PyTorch's 5.5 + 38.6 us, with 26.0 M
+// warp instructions (17.1 M in the scatter, about 185 per 32 outputs: the index check, the
+// conversion and the run scan) and 104 MB of DRAM: the counters did not stay in the L2 between the
+// scatter and the rounding, which read all 33.6 MB of them from DRAM. Raced in one process it ran
+// 0.772x PyTorch (0.809x compact), where v15 ran 0.580x (0.592x); the first form (2 chunks, plain
+// loads, the whole scan: results/forms/v21_first.*) 0.751x. Against v15 in one process per kernel
+// (stride 1, int64): faster on kernels 5 to 8, slower on kernel 4. Auto takes it on kernels 5 to 8.
+//
 // Limits, refused before launch: NCDHW, dilation 1, at most 2048 outputs covering one cell, a
 // plane that fits 32-bit offsets. Scratch: 8 bytes per dx element, and a few per plane.
 #pragma once
