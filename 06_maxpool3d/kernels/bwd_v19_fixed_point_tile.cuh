@@ -203,15 +203,20 @@ inline std::int64_t fix_terms(const Window& w) {
   return p;
 }
 
-// Why v19 refuses a case ("" when it takes it).
+// Why a fixed-point version (v19, v21) refuses a case ("" when it takes it): both read NCDHW,
+// undilated, with at most kFixMaxTerms outputs covering a cell, a plane in 32-bit offsets.
+inline std::string fixed_point_refuses(const Window& w, const std::string& name) {
+  if (w.layout != Layout::ncdhw) return name + " reads the layout NCDHW only";
+  if (w.dilated()) return name + " takes dilation 1 only";
+  if (fix_terms(w) > kFixMaxTerms)
+    return name + ": more than " + std::to_string(kFixMaxTerms) + " outputs can cover one cell";
+  if (!plane_fits_32_bits(w)) return name + " indexes a plane in 32 bits; this one is larger";
+  return {};
+}
+
 template <class T>
 std::string bwd_v19_refuses(const Window& w) {
-  if (w.layout != Layout::ncdhw) return "bwd_v19_fixed_point_tile reads the layout NCDHW only";
-  if (w.dilated()) return "bwd_v19_fixed_point_tile takes dilation 1 only";
-  if (fix_terms(w) > kFixMaxTerms)
-    return "bwd_v19_fixed_point_tile: more than " + std::to_string(kFixMaxTerms) + " outputs can cover one cell";
-  if (!plane_fits_32_bits(w)) return "bwd_v19_fixed_point_tile indexes a plane in 32 bits; this one is larger";
-  return {};
+  return fixed_point_refuses(w, "bwd_v19_fixed_point_tile");
 }
 
 // The tile: a row of up to 64 cells along W, up to 16 rows along H, and as many planes along D as

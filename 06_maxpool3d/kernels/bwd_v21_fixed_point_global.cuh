@@ -285,15 +285,10 @@ __global__ void __launch_bounds__(kGlobBlock)
   }
 }
 
-// Why v21 refuses a case ("" when it takes it).
+// Why v21 refuses a case ("" when it takes it): v19's limits.
 template <class T>
 std::string bwd_v21_refuses(const Window& w) {
-  if (w.layout != Layout::ncdhw) return "bwd_v21_fixed_point_global reads the layout NCDHW only";
-  if (w.dilated()) return "bwd_v21_fixed_point_global takes dilation 1 only";
-  if (fix_terms(w) > kFixMaxTerms)
-    return "bwd_v21_fixed_point_global: more than " + std::to_string(kFixMaxTerms) + " outputs can cover one cell";
-  if (!plane_fits_32_bits(w)) return "bwd_v21_fixed_point_global indexes a plane in 32 bits; this one is larger";
-  return {};
+  return fixed_point_refuses(w, "bwd_v21_fixed_point_global");
 }
 
 template <class I, class T>
