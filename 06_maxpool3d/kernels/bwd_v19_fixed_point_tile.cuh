@@ -86,6 +86,38 @@ __device__ __forceinline__ std::int64_t to_fixed(float v, int unit) {
   return f.neg ? -static_cast<std::int64_t>(mag) : static_cast<std::int64_t>(mag);
 }
 
+// What a set of dy asks of the scale: the top bit above every |dy| (INT_MIN while every dy is 0),
+// the lowest set bit, and whether some dy is not finite. v19 gathers it over a box, v21 over a plane.
+struct FixBits {
+  int top, low, bad;
+};
+inline constexpr FixBits kFixNoBits{INT_MIN, INT_MAX, 0};
+
+__device__ __forceinline__ void fix_bits_add(FixBits& b, float v) {
+  const FloatParts f = float_parts(v);
+  b.bad |= !f.finite;
+  if (f.finite && f.m != 0) {
+    b.top = max(b.top, f.e + 24);
+    b.low = min(b.low, f.e + __ffs(f.m) - 1);
+  }
+}
+
+__device__ __forceinline__ FixBits fix_bits_warp(FixBits b) {
+  return {__reduce_max_sync(0xFFFFFFFFu, b.top), __reduce_min_sync(0xFFFFFFFFu, b.low),
+          static_cast<int>(__reduce_or_sync(0xFFFFFFFFu, static_cast<unsigned>(b.bad)))};
+}
+
+// The unit 2^unit of the integers, and whether every dy is a whole number of units (then every
+// term, and every sum of at most kFixMaxTerms of them, is exact in 63 bits).
+struct FixScale {
+  int unit;
+  bool exact;
+};
+__device__ __forceinline__ FixScale fix_scale(FixBits b) {
+  const int unit = b.top == INT_MIN ? 0 : b.top - kFixScaleBits;  // INT_MIN: every dy is 0
+  return {unit, !b.bad && (b.top == INT_MIN || b.low >= unit)};
+}
+
 template <class I, class T>
 __global__ void __launch_bounds__(kFixBlock, 2)
     bwd_v19_fixed_point_tile_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const FixArgs f) {
@@ -142,28 +174,19 @@ __global__ void __launch_bounds__(kFixBlock, 2)
     __syncthreads();
 
     // Pass 1: the box's dy, its top bit and lowest set bit.
-    int top = INT_MIN, low = INT_MAX, bad = 0;
-    each_output(obase, [&](std::int64_t o, int, int, int) {
-      const FloatParts p = float_parts(a.dy[o]);
-      bad |= !p.finite;
-      if (p.finite && p.m != 0) {
-        top = max(top, p.e + 24);
-        low = min(low, p.e + __ffs(p.m) - 1);
-      }
-    });
-    top = __reduce_max_sync(0xFFFFFFFFu, top);
-    low = __reduce_min_sync(0xFFFFFFFFu, low);
-    bad = __reduce_or_sync(0xFFFFFFFFu, static_cast<unsigned>(bad));
+    FixBits bits = kFixNoBits;
+    each_output(obase, [&](std::int64_t o, int, int, int) { fix_bits_add(bits, a.dy[o]); });
+    bits = fix_bits_warp(bits);
     if (lane == 0) {
-      atomicMax(&top_max, top);
-      atomicMin(&low_min, low);
-      if (bad) nonfinite = 1;
+      atomicMax(&top_max, bits.top);
+      atomicMin(&low_min, bits.low);
+      if (bits.bad) nonfinite = 1;
     }
     __syncthreads();
-    const int unit = top_max == INT_MIN ? 0 : top_max - kFixScaleBits;  // INT_MIN: every dy is 0
-    const bool exact = !nonfinite && (top_max == INT_MIN || low_min >= unit);
+    const FixScale scale = fix_scale({top_max, low_min, nonfinite});
+    const int unit = scale.unit;
 
-    if (exact) {
+    if (scale.exact) {
       // Pass 2: each term, as three pieces, to the cell its index names.
       each_output(obase, [&](std::int64_t o, int od, int oh, int ow) {
         const int sd = od * w.s[0] - w.p[0], sh = oh * w.s[1] - w.p[1], sw = ow * w.s[2] - w.p[2];

@@ -54,12 +54,6 @@ inline constexpr int kGlobTargetBlocks = 1024;
 inline constexpr int kGlobUnroll = 4;        // loads a thread has in flight in kernels 1 and 3
 inline constexpr int kGlobChunks = 4;        // chunks of 32 outputs a warp loads before it adds (kernel 2)
 
-// A block's view of its plane's dy: the top bit above every |dy|, the lowest set bit, and whether
-// some dy is not finite.
-struct FixBits {
-  int top, low, bad;
-};
-
 struct GlobArgs {
   int parts = 1;          // blocks per plane in kernels 1 and 2 (gridDim.x)
   FastDiv by_ow, by_ohw;  // an output's decode within its plane
@@ -91,11 +85,6 @@ std::size_t bwd_v21_scratch_bytes(const Window& w) {
   return glob_scratch(w).bytes;
 }
 
-__device__ __forceinline__ FixBits fix_bits_warp(FixBits b) {
-  return {__reduce_max_sync(0xFFFFFFFFu, b.top), __reduce_min_sync(0xFFFFFFFFu, b.low),
-          static_cast<int>(__reduce_or_sync(0xFFFFFFFFu, static_cast<unsigned>(b.bad)))};
-}
-
 // 1. The counters zeroed (the whole grid, 16 bytes a store), and each block's partial of its plane.
 template <class T>
 __global__ void __launch_bounds__(kGlobBlock)
@@ -114,7 +103,7 @@ __global__ void __launch_bounds__(kGlobBlock)
   const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
   for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
     const T* p = dy + nc * plane_out;
-    FixBits b{INT_MIN, INT_MAX, 0};
+    FixBits b = kFixNoBits;
     for (std::uint32_t r0 = blockIdx.x * kGlobBlock * kGlobUnroll + tid; r0 < plane_out;
          r0 += gridDim.x * kGlobBlock * kGlobUnroll) {
       T v[kGlobUnroll];
@@ -124,20 +113,13 @@ __global__ void __launch_bounds__(kGlobBlock)
         v[u] = r < plane_out ? p[r] : T(0);
       }
 #pragma unroll
-      for (int u = 0; u < kGlobUnroll; ++u) {
-        const FloatParts f = float_parts(v[u]);
-        b.bad |= !f.finite;
-        if (f.finite && f.m != 0) {
-          b.top = max(b.top, f.e + 24);
-          b.low = min(b.low, f.e + __ffs(f.m) - 1);
-        }
-      }
+      for (int u = 0; u < kGlobUnroll; ++u) fix_bits_add(b, v[u]);
     }
     b = fix_bits_warp(b);
     if (lane == 0) warp_bits[tid / 32] = b;
     __syncthreads();
     if (tid < 32) {
-      b = tid < kGlobBlock / 32 ? warp_bits[tid] : FixBits{INT_MIN, INT_MAX, 0};
+      b = tid < kGlobBlock / 32 ? warp_bits[tid] : kFixNoBits;
       b = fix_bits_warp(b);
       if (tid == 0) parts[nc * gridDim.x + blockIdx.x] = b;
     }
@@ -160,16 +142,14 @@ __global__ void __launch_bounds__(kGlobBlock)
   const std::int64_t plane_in = w.in_plane();
   for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
     if (tid < 32) {
-      FixBits b{INT_MIN, INT_MAX, 0};
+      FixBits b = kFixNoBits;
       for (int i = lane; i < g.parts; i += 32) {
         const FixBits q = parts[nc * g.parts + i];
         b = {max(b.top, q.top), min(b.low, q.low), b.bad | q.bad};
       }
-      b = fix_bits_warp(b);
-      const int unit = b.top == INT_MIN ? 0 : b.top - kFixScaleBits;  // INT_MIN: every dy is 0
-      const int exact = !b.bad && (b.top == INT_MIN || b.low >= unit);
+      const FixScale sc = fix_scale(fix_bits_warp(b));
       if (tid == 0) {
-        plane_scale = make_int2(unit, exact);
+        plane_scale = make_int2(sc.unit, sc.exact);
         if (blockIdx.x == 0) scale[nc] = plane_scale;
       }
     }
