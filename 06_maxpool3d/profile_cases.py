@@ -65,6 +65,11 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # bwd v22, v21 a group of planes at a time: v21's cases, and the counters' share of the L2.
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v22_l2_plane_groups"]),
+    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v22_l2_plane_groups"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v22_l2_plane_groups", "v18_column_walk", "aten.max_pool3d_with_indices_backward"]),
+    ("bwd_k8s1_share", B, K8S1 + " indices=int64", ["v22_share1", "v22_share4", "v22_share6", "v22_share12"]),
     # bwd v21, the fixed-point counters in global memory: the overlapping cases v19 was built for.
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v21_fixed_point_global", "aten.max_pool3d_with_indices_backward"]),
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v21_fixed_point_global"]),

@@ -33,6 +33,7 @@
 #include "kernels/bwd_v19_fixed_point_tile.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/bwd_v21_fixed_point_global.cuh"
+#include "kernels/bwd_v22_l2_plane_groups.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -305,6 +306,17 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v21_fixed_point_global", "deterministic, NCDHW, undilated: v19's exact 63-bit integers added to a 64-bit counter per dx cell in global memory, a warp's run of lanes naming one cell adding once, then each cell rounded once",
                                   &bwd_v21_fixed_point_global<T>, &bwd_v21_scratch_bytes<T>, bwd_v21_kernels<T>(),
                                   &bwd_v21_refuses<T>),
+      backward_scratch_version<T>("v22_l2_plane_groups", "deterministic, NCDHW, undilated: v21 a group of planes at a time, so that the group's counters stay in the L2 (a third of it), each line of them dropped from the L2 once rounded",
+                                  &bwd_v22_l2_plane_groups<T>, &bwd_v22_scratch_bytes<T>, bwd_v22_kernels<T>(),
+                                  &bwd_v22_refuses<T>),
+      backward_scratch_version<T>("v22_share1", "v22 with the counters of a group at most 1/1 of the L2 (a sweep)",
+                                  &bwd_v22_l2_plane_groups<T, 1>, &bwd_v22_scratch_bytes<T, 1>, {}, &bwd_v22_refuses<T>),
+      backward_scratch_version<T>("v22_share4", "v22 with the counters of a group at most 1/4 of the L2 (a sweep)",
+                                  &bwd_v22_l2_plane_groups<T, 4>, &bwd_v22_scratch_bytes<T, 4>, {}, &bwd_v22_refuses<T>),
+      backward_scratch_version<T>("v22_share6", "v22 with the counters of a group at most 1/6 of the L2 (a sweep)",
+                                  &bwd_v22_l2_plane_groups<T, 6>, &bwd_v22_scratch_bytes<T, 6>, {}, &bwd_v22_refuses<T>),
+      backward_scratch_version<T>("v22_share12", "v22 with the counters of a group at most 1/12 of the L2 (a sweep)",
+                                  &bwd_v22_l2_plane_groups<T, 12>, &bwd_v22_scratch_bytes<T, 12>, {}, &bwd_v22_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v21, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

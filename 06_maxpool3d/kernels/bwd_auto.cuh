@@ -30,13 +30,18 @@
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/bwd_v21_fixed_point_global.cuh"
+#include "kernels/bwd_v22_l2_plane_groups.cuh"
 
 namespace ch06 {
 
-// Scratch: v21's where the rule takes it, else none.
+// Scratch: v21's or v22's where the rule takes it, else none.
 template <class T>
 std::size_t bwd_auto_scratch_bytes(const Window& w) {
-  return bwd_pick(w) == BwdPick::v21_fixed_point_global ? bwd_v21_scratch_bytes<T>(w) : 0;
+  switch (bwd_pick(w)) {
+    case BwdPick::v21_fixed_point_global: return bwd_v21_scratch_bytes<T>(w);
+    case BwdPick::v22_l2_plane_groups: return bwd_v22_scratch_bytes<T>(w);
+    default: return 0;
+  }
 }
 
 template <class T>
@@ -51,6 +56,7 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size
     case BwdPick::v18_column_walk: return bwd_v18_column_walk(s, a);
     case BwdPick::v20_plane_fill: return bwd_v20_plane_fill(s, a);
     case BwdPick::v21_fixed_point_global: return bwd_v21_fixed_point_global(s, a, scratch, scratch_bytes);
+    case BwdPick::v22_l2_plane_groups: return bwd_v22_l2_plane_groups(s, a, scratch, scratch_bytes);
     default: return bwd_v1_gather(s, a);
   }
 }

@@ -33,7 +33,8 @@ enum class BwdPick {
   v15_separable_stages,
   v18_column_walk,
   v20_plane_fill,
-  v21_fixed_point_global
+  v21_fixed_point_global,
+  v22_l2_plane_groups
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -47,6 +48,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v18_column_walk: return "v18_column_walk";
     case BwdPick::v20_plane_fill: return "v20_plane_fill";
     case BwdPick::v21_fixed_point_global: return "v21_fixed_point_global";
+    case BwdPick::v22_l2_plane_groups: return "v22_l2_plane_groups";
     default: return "v1_gather";
   }
 }

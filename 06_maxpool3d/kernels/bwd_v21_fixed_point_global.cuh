@@ -55,6 +55,7 @@ inline constexpr int kGlobUnroll = 4;        // loads a thread has in flight in 
 inline constexpr int kGlobChunks = 4;        // chunks of 32 outputs a warp loads before it adds (kernel 2)
 
 struct GlobArgs {
+  std::int64_t first = 0, count = 1;  // the planes this launch takes; their counters start at plane first
   int parts = 1;          // blocks per plane in kernels 1 and 2 (gridDim.x)
   FastDiv by_ow, by_ohw;  // an output's decode within its plane
   IndexDecode dec;        // the saved index's
@@ -65,43 +66,45 @@ struct GlobScratch {
   std::size_t counters = 0, parts = 0, scale = 0, bytes = 0;  // offsets and the total
 };
 
-inline int glob_parts(const Window& w) {
-  const std::int64_t planes = w.N * w.C;
+// Blocks per plane when a launch takes `planes` planes: about kGlobTargetBlocks in all.
+inline int glob_parts(std::int64_t planes) {
   return static_cast<int>(std::clamp<std::int64_t>((kGlobTargetBlocks + planes - 1) / planes, 1, kGlobMaxParts));
 }
 
-inline GlobScratch glob_scratch(const Window& w) {
+// The scratch when a launch takes at most `group` planes: their counters, every plane's partials
+// and scale.
+inline GlobScratch glob_scratch(const Window& w, std::int64_t group) {
   const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
   const auto planes = static_cast<std::size_t>(w.N * w.C);
   GlobScratch g;
-  g.parts = up(static_cast<std::size_t>(w.in_numel()) * sizeof(unsigned long long));
-  g.scale = g.parts + up(planes * static_cast<std::size_t>(glob_parts(w)) * sizeof(FixBits));
+  g.parts = up(static_cast<std::size_t>(group * w.in_plane()) * sizeof(unsigned long long));
+  g.scale = g.parts + up(planes * static_cast<std::size_t>(glob_parts(group)) * sizeof(FixBits));
   g.bytes = g.scale + up(planes * sizeof(int2));
   return g;
 }
 
 template <class T>
 std::size_t bwd_v21_scratch_bytes(const Window& w) {
-  return glob_scratch(w).bytes;
+  return glob_scratch(w, w.N * w.C).bytes;
 }
 
-// 1. The counters zeroed (the whole grid, 16 bytes a store), and each block's partial of its plane.
+// 1. The launch's counters zeroed (the whole grid, 16 bytes a store), and each block's partial of
+// its plane.
 template <class T>
 __global__ void __launch_bounds__(kGlobBlock)
-    bwd_v21_scale_kernel(const T* __restrict__ dy, const Window w, FixBits* __restrict__ parts,
+    bwd_v21_scale_kernel(const T* __restrict__ dy, const Window w, const GlobArgs g, FixBits* __restrict__ parts,
                          unsigned long long* __restrict__ counters) {
   __shared__ FixBits warp_bits[kGlobBlock / 32];
   const int tid = threadIdx.x, lane = tid % 32;
   const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * gridDim.y * kGlobBlock;
   const std::int64_t me = (static_cast<std::int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kGlobBlock + tid;
-  const std::int64_t n = w.in_numel();
+  const std::int64_t n = g.count * w.in_plane();
   auto* pairs = reinterpret_cast<ulonglong2*>(counters);
   for (std::int64_t i = me; i < n / 2; i += threads) pairs[i] = make_ulonglong2(0, 0);
   if (me == 0 && n % 2) counters[n - 1] = 0;
 
-  const std::int64_t planes = w.N * w.C;
   const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
-  for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
+  for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
     const T* p = dy + nc * plane_out;
     FixBits b = kFixNoBits;
     for (std::uint32_t r0 = blockIdx.x * kGlobBlock * kGlobUnroll + tid; r0 < plane_out;
@@ -137,10 +140,9 @@ __global__ void __launch_bounds__(kGlobBlock)
   __shared__ int2 plane_scale;
   const Window& w = a.w;
   const int tid = threadIdx.x, lane = tid % 32;
-  const std::int64_t planes = w.N * w.C;
   const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
   const std::int64_t plane_in = w.in_plane();
-  for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
+  for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
     if (tid < 32) {
       FixBits b = kFixNoBits;
       for (int i = lane; i < g.parts; i += 32) {
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(kGlobBlock)
     if (plane_scale.y) {
       const T* dyp = a.dy + nc * plane_out;
       const I* ip = idx + nc * plane_out;
-      unsigned long long* cp = counters + nc * plane_in;
+      unsigned long long* cp = counters + (nc - g.first) * plane_in;
       // A warp's chunks of 32 consecutive outputs, kGlobChunks of them loaded before the first is
       // added; the loop's bounds are the same for the whole warp.
       const std::uint32_t stride = gridDim.x * kGlobBlock;
@@ -220,37 +222,44 @@ __device__ __forceinline__ float fixed_to_float(long long x, int unit) {
   return scalbnf(r, unit);
 }
 
+// A line of 128 bytes dropped from the L2 without its write-back: its bytes become undefined.
+__device__ __forceinline__ void discard_l2_line(const void* line) {
+  asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
+}
+
 // 3. Each cell's integer rounded once; a plane that did not fit gathers as v1. Where the planes and
 // dx allow, a thread takes two cells at a time (one 16-byte load of counters, one 8-byte store),
-// kGlobUnroll loads in flight.
-template <class T>
+// kGlobUnroll loads in flight. With Discard (v22), the block then drops from the L2 the whole
+// 128-byte lines of counters it read, so that they are never written back to DRAM: the next launch
+// zeroes them again.
+template <bool Discard, class T>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v21_round_kernel(const BackwardArgs<T> a, const GlobArgs g, const int2* __restrict__ scale,
                          const unsigned long long* __restrict__ counters, bool pairs) {
   const Window& w = a.w;
-  const std::int64_t planes = w.N * w.C;
   const auto plane_in = static_cast<std::uint32_t>(w.in_plane());
   const int per = pairs ? 2 : 1;
   const std::uint32_t units = plane_in / per;  // whole pairs, or cells
-  for (std::int64_t nc = blockIdx.y; nc < planes; nc += gridDim.y) {
+  constexpr std::uint32_t chunk = kGlobBlock * kGlobUnroll;  // a block's units per step
+  for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
     const int2 sc = scale[nc];
     const std::int64_t ibase = nc * plane_in;
+    const unsigned long long* cp = counters + (nc - g.first) * plane_in;
     if (!sc.y) {
       for (std::uint32_t r = blockIdx.x * kGlobBlock + threadIdx.x; r < plane_in; r += gridDim.x * kGlobBlock)
         a.dx[ibase + r] = gather_one<false>(a, g.dv, ibase + r);
       continue;
     }
-    for (std::uint32_t r0 = blockIdx.x * kGlobBlock * kGlobUnroll + threadIdx.x; r0 < units;
-         r0 += gridDim.x * kGlobBlock * kGlobUnroll) {
+    for (std::uint32_t r0 = blockIdx.x * chunk + threadIdx.x; r0 < units; r0 += gridDim.x * chunk) {
       ulonglong2 q[kGlobUnroll];
 #pragma unroll
       for (int u = 0; u < kGlobUnroll; ++u) {
         const std::uint32_t r = r0 + u * kGlobBlock;
         q[u] = make_ulonglong2(0, 0);
         if (r < units) {
-          // The counters' last read: evict-first.
-          if (pairs) q[u] = __ldcs(reinterpret_cast<const ulonglong2*>(counters + ibase) + r);
-          else q[u].x = __ldcs(counters + ibase + r);
+          // The counters' last read: evict-first (v21); v22 drops the lines below instead.
+          if (pairs) q[u] = __ldcs(reinterpret_cast<const ulonglong2*>(cp) + r);
+          else q[u].x = __ldcs(cp + r);
         }
       }
 #pragma unroll
@@ -262,6 +271,19 @@ __global__ void __launch_bounds__(kGlobBlock)
         else a.dx[ibase + r] = lo;
       }
     }
+    if constexpr (Discard) {
+      // Every load of the block's chunks has returned (their values are stored above); the lines
+      // wholly inside a chunk are the block's alone.
+      __syncthreads();
+      const auto first_cell = reinterpret_cast<std::uintptr_t>(cp);
+      for (std::uint32_t c0 = blockIdx.x * chunk; c0 < units; c0 += gridDim.x * chunk) {
+        const std::uintptr_t lo = first_cell + static_cast<std::uintptr_t>(c0) * per * 8;
+        const std::uintptr_t hi = first_cell + static_cast<std::uintptr_t>(min(c0 + chunk, units)) * per * 8;
+        const std::uintptr_t l0 = (lo + 127) / 128 * 128;
+        for (std::uintptr_t l = l0 + threadIdx.x * std::uintptr_t{128}; l + 128 <= hi; l += kGlobBlock * std::uintptr_t{128})
+          discard_l2_line(reinterpret_cast<const void*>(l));
+      }
+    }
   }
 }
 
@@ -271,11 +293,15 @@ std::string bwd_v21_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v21_fixed_point_global");
 }
 
-template <class I, class T>
-void bwd_v21_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigned char* base, const GlobScratch& m) {
+// The three kernels on planes [first, first + group), then the next group of planes, each group's
+// counters at the start of the scratch. v21 takes every plane in one group; v22 groups them.
+template <bool Discard, class I, class T>
+void glob_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigned char* base, const GlobScratch& m,
+                 std::int64_t group) {
   const Window& w = a.w;
+  const std::int64_t planes = w.N * w.C;
   GlobArgs g;
-  g.parts = glob_parts(w);
+  g.parts = glob_parts(group);  // every group's partials at parts[nc * g.parts + i]
   g.by_ow = FastDiv(w.oW);
   g.by_ohw = FastDiv(static_cast<std::int64_t>(w.oH) * w.oW);
   g.dec = index_decode(w);
@@ -283,35 +309,45 @@ void bwd_v21_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsi
   auto* counters = reinterpret_cast<unsigned long long*>(base + m.counters);
   auto* parts = reinterpret_cast<FixBits*>(base + m.parts);
   auto* scale = reinterpret_cast<int2*>(base + m.scale);
-  const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(std::min<std::int64_t>(w.N * w.C, 65535)));
-  bwd_v21_scale_kernel<T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, parts, counters);
-  TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
-  bwd_v21_scatter_kernel<I, T><<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
-  TUT_CHECK_LAUNCH("bwd_v21_scatter_kernel");
   // Pairs of cells where every plane starts on a 16-byte counter and an 8-byte dx element.
   const bool pairs = w.in_plane() % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.dx) % 8 == 0;
   const std::int64_t per_plane = (w.in_plane() + kGlobBlock * kGlobUnroll * 2 - 1) / (kGlobBlock * kGlobUnroll * 2);
-  const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, 4 * kGlobMaxParts)), grid.y);
-  bwd_v21_round_kernel<T><<<round_grid, kGlobBlock, 0, s>>>(a, g, scale, counters, pairs);
-  TUT_CHECK_LAUNCH("bwd_v21_round_kernel");
+  for (g.first = 0; g.first < planes; g.first += group) {
+    g.count = std::min(group, planes - g.first);
+    const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(std::min<std::int64_t>(g.count, 65535)));
+    bwd_v21_scale_kernel<T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, g, parts, counters);
+    TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
+    bwd_v21_scatter_kernel<I, T><<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
+    TUT_CHECK_LAUNCH("bwd_v21_scatter_kernel");
+    const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, 4 * kGlobMaxParts)), grid.y);
+    bwd_v21_round_kernel<Discard, T><<<round_grid, kGlobBlock, 0, s>>>(a, g, scale, counters, pairs);
+    TUT_CHECK_LAUNCH("bwd_v21_round_kernel");
+  }
+}
+
+// The checks and the launches of a fixed-point version whose launches take `group` planes at most.
+template <bool Discard, class T>
+void glob_run(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes, const char* who,
+              std::int64_t group) {
+  static_assert(std::is_same_v<T, float>, "the fixed-point integers are built from float32 bits");
+  check_backward(a, who);
+  if (const std::string why = fixed_point_refuses(a.w, who); !why.empty()) throw tut::Unsupported(why);
+  const GlobScratch m = glob_scratch(a.w, group);
+  if (!scratch || scratch_bytes < m.bytes)
+    throw std::invalid_argument(std::string(who) + ": needs " + std::to_string(m.bytes) + " bytes of scratch");
+  with_index(a, [&](const auto* idx) { glob_launch<Discard>(s, a, idx, static_cast<unsigned char*>(scratch), m, group); });
 }
 
 template <class T>
 void bwd_v21_fixed_point_global(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  static_assert(std::is_same_v<T, float>, "the fixed-point integers are built from float32 bits");
-  check_backward(a, "bwd_v21_fixed_point_global");
-  if (const std::string why = bwd_v21_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  const GlobScratch m = glob_scratch(a.w);
-  if (!scratch || scratch_bytes < m.bytes)
-    throw std::invalid_argument("bwd_v21_fixed_point_global: needs " + std::to_string(m.bytes) + " bytes of scratch");
-  with_index(a, [&](const auto* idx) { bwd_v21_launch(s, a, idx, static_cast<unsigned char*>(scratch), m); });
+  glob_run<false>(s, a, scratch, scratch_bytes, "bwd_v21_fixed_point_global", a.w.N * a.w.C);
 }
 
 template <class T>
 std::vector<const void*> bwd_v21_kernels() {
   return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int64_t, T>),
           TUT_KERNEL(bwd_v21_scatter_kernel<std::uint8_t, T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int16_t, T>),
-          TUT_KERNEL(bwd_v21_round_kernel<T>)};
+          TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
 }
 
 }  // namespace ch06

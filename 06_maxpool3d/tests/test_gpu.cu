@@ -275,7 +275,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v18_column_walk" && !ch06::bwd_v18_refuses<float>(w).empty()) ||
                                (v.name == "v19_fixed_point_tile" && !ch06::bwd_v19_refuses<float>(w).empty()) ||
                                (v.name == "v20_plane_fill" && !ch06::bwd_v20_refuses<float>(w).empty()) ||
-                               (v.name == "v21_fixed_point_global" && !ch06::bwd_v21_refuses<float>(w).empty());
+                               (v.name == "v21_fixed_point_global" && !ch06::bwd_v21_refuses<float>(w).empty()) ||
+                               (v.name == "v22_l2_plane_groups" && !ch06::bwd_v22_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -326,6 +327,7 @@ TEST_SUITE("gpu") {
       if (walk) names.push_back("v18_column_walk");
       if (ch06::bwd_v19_refuses<float>(w).empty()) names.push_back("v19_fixed_point_tile");  // NCDHW
       if (ch06::bwd_v21_refuses<float>(w).empty()) names.push_back("v21_fixed_point_global");
+      if (ch06::bwd_v22_refuses<float>(w).empty()) names.push_back("v22_l2_plane_groups");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -342,7 +344,7 @@ TEST_SUITE("gpu") {
       // within rounding.
       const ch06::BwdPick pick = ch06::bwd_pick(w);
       const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk ||
-                          pick == ch06::BwdPick::v21_fixed_point_global;
+                          pick == ch06::BwdPick::v21_fixed_point_global || pick == ch06::BwdPick::v22_l2_plane_groups;
       CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
@@ -364,7 +366,8 @@ TEST_SUITE("gpu") {
       }
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
-      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global"}) {
+      for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global",
+                                       "v22_l2_plane_groups"}) {
         if (!first.count(stage_version)) continue;
         std::vector<float> st(w.in_numel());
         std::memcpy(st.data(), first[stage_version].data(), dx_bytes);
@@ -378,6 +381,7 @@ TEST_SUITE("gpu") {
         MESSAGE(c.name, ": ", stage_version, " and v1 differ in the last bits at ", st_apart, " elements");
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
+      if (first.count("v22_l2_plane_groups")) CHECK(first["v22_l2_plane_groups"] == first["v21_fixed_point_global"]);  // exact sums, rounded once
     }
   }
 
@@ -938,5 +942,47 @@ TEST_SUITE("gpu") {
   TEST_CASE("newest rungs: bwd v21 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
             tut::needs_gpu()) {
     check_fixed_point("v21_fixed_point_global", &ch06::bwd_v21_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v22 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v22_l2_plane_groups", &ch06::bwd_v22_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v22 in groups of 1, 2, 3 and 4 planes gives v21's bits, a plane that falls back included, every dx element written" *
+            tut::needs_gpu()) {
+    // The suite's shapes make one group on a 50 MB L2; here the launches take a few planes each,
+    // so a group reuses the counters the group before it rounded and dropped from the L2.
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    std::vector<Spec> setups = {{{1, 5, 19, 21, 70}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+                                {{2, 3, 13, 29, 33}, {3}, {1}, {1}, {1}, 0, "NCDHW", "compact"},
+                                {{1, 7, 11, 12, 13}, {5}, {2}, {2}, {1}, 0, "NCDHW", "int64"}};
+    if (tut::under_sanitizer()) setups.resize(2);
+    for (const auto& setup : setups) {
+      const auto c = ch06::make_pool_case(setup, true);
+      INFO(c.name);
+      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+      const auto& w = inst->window();
+      upload_cells(*inst, forward_cells(w, 41));
+      tut::Random rng(43);
+      std::vector<float> dy(static_cast<std::size_t>(w.out_numel()));
+      for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(w.out_plane()); i += 97) dy[i] = 1.0e-30f;  // plane 0 falls back
+      upload(*inst, "dy", dy);
+      const auto want = dx_after(bwd, "v21_fixed_point_global", *inst);
+      const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
+      for (const std::int64_t group : {1, 2, 3, 4}) {
+        INFO("planes per group: ", group);
+        tut::DeviceBuffer<unsigned char> scratch(ch06::glob_scratch(w, group).bytes);
+        TUT_CUDA(cudaMemset(scratch.data(), 0xCD, scratch.bytes()));  // the counters start as garbage
+        TUT_CUDA(cudaMemset(inst->operand("dx").device(), 0xCD, dx_bytes));
+        ch06::glob_run<true>(nullptr, inst->args(), scratch.data(), scratch.bytes(), "bwd_v22_l2_plane_groups", group);
+        TUT_CUDA(cudaDeviceSynchronize());
+        std::vector<unsigned char> got(dx_bytes);
+        TUT_CUDA(cudaMemcpy(got.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
+        CHECK(got == want);
+        CHECK_THROWS_AS(ch06::glob_run<true>(nullptr, inst->args(), scratch.data(), scratch.bytes() - 1,
+                                             "bwd_v22_l2_plane_groups", group),
+                        std::invalid_argument);  // refused before any launch
+      }
+    }
   }
 }
