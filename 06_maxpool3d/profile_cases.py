@@ -2,7 +2,7 @@
 """Nsight Compute on the suite cases the lesson discusses: each (case, version) pair once, under
 `ncu --profile-from-start off`, the counters below per kernel, into one CSV.
 
-  profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX] [--versions A,B]
+  profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX] [--versions A,B] [--keep-l2]
   profile_cases.py --v6-lines CSV            where bwd v6's warp instructions go on the stem case
 
 The second form reads the per-SASS-line counters of bwd_v6_staged_tile_kernel (ncu --section
@@ -17,10 +17,16 @@ its tut/). PyTorch's kernels are profiled through common/tools/torch_peers.py --
 tag (the name the lesson's figures select by), problem, case, version, kernel, then the metrics.
 Pairs are profiled in order and the CSV is rewritten after each, so a run stopped by --budget keeps
 what it measured. Without ncu, says so and exits 77.
+
+By default ncu flushes the caches before each kernel (--cache-control all), so a kernel's DRAM bytes
+do not show what an earlier kernel of the same call left in the L2. --keep-l2 profiles with
+--cache-control none and only KEPT_METRICS, which ncu collects in one pass (the CSV's `passes`
+column says how many it took): each kernel then finds the L2 as the kernel before it left it.
 """
 import argparse
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,10 +71,12 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
-    # bwd v22, v21 a group of planes at a time: v21's cases, and the counters' share of the L2.
-    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v22_l2_plane_groups"]),
-    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v22_l2_plane_groups"]),
-    ("bwd_s1", B, S1 + " indices=int64", ["v22_l2_plane_groups", "v18_column_walk", "aten.max_pool3d_with_indices_backward"]),
+    # bwd v23 (v22 with a lane's runs added in registers) and v22 (v21 a group of planes at a time):
+    # v21's cases, and the counters' share of the L2.
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v23_lane_runs", "v22_l2_plane_groups"]),
+    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v23_lane_runs", "v22_l2_plane_groups"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v23_lane_runs", "v22_l2_plane_groups", "v18_column_walk",
+                                          "aten.max_pool3d_with_indices_backward"]),
     ("bwd_k8s1_share", B, K8S1 + " indices=int64", ["v22_share1", "v22_share4", "v22_share6", "v22_share12"]),
     # bwd v21, the fixed-point counters in global memory: the overlapping cases v19 was built for.
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v21_fixed_point_global", "aten.max_pool3d_with_indices_backward"]),
@@ -148,10 +156,16 @@ def number(text):
         return None
 
 
-def ncu_rows(ncu, program):
+KEPT_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]
+
+
+def ncu_rows(ncu, program, keep_l2=False):
+    metrics = KEPT_METRICS if keep_l2 else METRICS
     cmd = [ncu, "--profile-from-start", "off", "--csv", "--page", "raw", "--print-units", "base",
-           "--clock-control", "none", "--metrics", ",".join(METRICS)] + program
+           "--clock-control", "none", "--cache-control", "none" if keep_l2 else "all",
+           "--metrics", ",".join(metrics)] + program
     proc = subprocess.run(cmd, capture_output=True, text=True)
+    passes = [int(p) for p in re.findall(r"- (\d+) pass", proc.stdout + proc.stderr)]
     lines = proc.stdout.splitlines()
     head = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
     if head is None:
@@ -161,7 +175,8 @@ def ncu_rows(ncu, program):
     out = []
     for r in rows[2:]:
         rec = dict(zip(names, r))
-        out.append({"kernel": rec.get("Kernel Name", "")[:80], **{m: number(rec.get(m)) for m in METRICS}})
+        out.append({"kernel": rec.get("Kernel Name", "")[:80], "passes": max(passes, default=None),
+                    **{m: number(rec.get(m)) for m in metrics}})
     return out, None
 
 
@@ -200,6 +215,7 @@ def main():
     ap.add_argument("--budget", type=float, default=1e9, help="stop starting new pairs after this many seconds")
     ap.add_argument("--tags", default="", help="only the pairs whose tag starts with this (bwd: the backward's)")
     ap.add_argument("--versions", default="", help="only these versions (comma-separated names)")
+    ap.add_argument("--keep-l2", action="store_true", help="no cache flush between kernels; KEPT_METRICS only")
     ap.add_argument("out")
     args = ap.parse_args()
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
@@ -227,17 +243,18 @@ def main():
                 prog = [bench, "--problem", problem, "--version", version, "--shape", shape, "--profile"]
                 for p in params:
                     prog += ["--param", p]
-            got, err = ncu_rows(ncu, prog)
+            got, err = ncu_rows(ncu, prog, args.keep_l2)
             if got is None:
                 print(f"{tag} {version}: ncu failed:\n{err}")
                 continue
             for k in got:
                 rows.append({"tag": tag, "problem": problem, "case": text, "version": version, **k})
             print(f"{tag} {version}: " + "; ".join(
-                f"{k['kernel'][:40]} {k['gpu__time_duration.sum'] or 0:.0f} ns DRAM {k['dram__throughput.avg.pct_of_peak_sustained_elapsed'] or 0:.1f}%"
+                f"{k['kernel'][:40]} {k['gpu__time_duration.sum'] or 0:.0f} ns DRAM "
+                f"{(k['dram__bytes_read.sum'] or 0) / 1e6:.1f} + {(k['dram__bytes_write.sum'] or 0) / 1e6:.1f} MB"
                 for k in got))
             with open(args.out, "w", newline="", encoding="utf-8") as f:
-                w = csv.DictWriter(f, fieldnames=["tag", "problem", "case", "version", "kernel"] + METRICS)
+                w = csv.DictWriter(f, fieldnames=["tag", "problem", "case", "version", "kernel", "passes"] + METRICS)
                 w.writeheader()
                 w.writerows(rows)
     return 0

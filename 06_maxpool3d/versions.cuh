@@ -34,6 +34,7 @@
 #include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/bwd_v21_fixed_point_global.cuh"
 #include "kernels/bwd_v22_l2_plane_groups.cuh"
+#include "kernels/bwd_v23_lane_runs.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -309,6 +310,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v22_l2_plane_groups", "deterministic, NCDHW, undilated: v21 a group of planes at a time, so that the group's counters stay in the L2 (a third of it), each line of them dropped from the L2 once rounded",
                                   &bwd_v22_l2_plane_groups<T>, &bwd_v22_scratch_bytes<T>, bwd_v22_kernels<T>(),
                                   &bwd_v22_refuses<T>),
+      backward_scratch_version<T>("v23_lane_runs", "deterministic, NCDHW, undilated: v22 with each lane taking 4 consecutive outputs, adding its own runs of one cell in registers, the warp's scan joining runs across lanes once per 128 outputs",
+                                  &bwd_v23_lane_runs<T>, &bwd_v23_scratch_bytes<T>, bwd_v23_kernels<T>(),
+                                  &bwd_v23_refuses<T>),
       backward_scratch_version<T>("v22_share1", "v22 with the counters of a group at most 1/1 of the L2 (a sweep)",
                                   &bwd_v22_l2_plane_groups<T, 1>, &bwd_v22_scratch_bytes<T, 1>, {}, &bwd_v22_refuses<T>),
       backward_scratch_version<T>("v22_share4", "v22 with the counters of a group at most 1/4 of the L2 (a sweep)",

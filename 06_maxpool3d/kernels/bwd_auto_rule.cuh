@@ -34,7 +34,8 @@ enum class BwdPick {
   v18_column_walk,
   v20_plane_fill,
   v21_fixed_point_global,
-  v22_l2_plane_groups
+  v22_l2_plane_groups,
+  v23_lane_runs
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -49,6 +50,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v20_plane_fill: return "v20_plane_fill";
     case BwdPick::v21_fixed_point_global: return "v21_fixed_point_global";
     case BwdPick::v22_l2_plane_groups: return "v22_l2_plane_groups";
+    case BwdPick::v23_lane_runs: return "v23_lane_runs";
     default: return "v1_gather";
   }
 }

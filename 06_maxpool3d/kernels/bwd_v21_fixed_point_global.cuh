@@ -49,7 +49,8 @@
 namespace ch06 {
 
 inline constexpr int kGlobBlock = 256;
-inline constexpr int kGlobMaxParts = 64;     // blocks per plane in kernels 1 and 2
+inline constexpr int kGlobMaxParts = 64;     // blocks per plane in kernels 1 and 2 of v21
+inline constexpr int kGlobRoundParts = 256;  // at most, in kernel 3
 inline constexpr int kGlobTargetBlocks = 1024;
 inline constexpr int kGlobUnroll = 4;        // loads a thread has in flight in kernels 1 and 3
 inline constexpr int kGlobChunks = 4;        // chunks of 32 outputs a warp loads before it adds (kernel 2)
@@ -66,26 +67,28 @@ struct GlobScratch {
   std::size_t counters = 0, parts = 0, scale = 0, bytes = 0;  // offsets and the total
 };
 
-// Blocks per plane when a launch takes `planes` planes: about kGlobTargetBlocks in all.
-inline int glob_parts(std::int64_t planes) {
-  return static_cast<int>(std::clamp<std::int64_t>((kGlobTargetBlocks + planes - 1) / planes, 1, kGlobMaxParts));
+// Blocks per plane when a launch takes `planes` planes: about kGlobTargetBlocks in all, at most
+// `cap`, and at most a block per kGlobBlock outputs of a plane.
+inline int glob_parts(const Window& w, std::int64_t planes, std::int64_t cap) {
+  const std::int64_t most = std::min<std::int64_t>(cap, (w.out_plane() + kGlobBlock - 1) / kGlobBlock);
+  return static_cast<int>(std::clamp<std::int64_t>((kGlobTargetBlocks + planes - 1) / planes, 1, std::max<std::int64_t>(1, most)));
 }
 
-// The scratch when a launch takes at most `group` planes: their counters, every plane's partials
-// and scale.
-inline GlobScratch glob_scratch(const Window& w, std::int64_t group) {
+// The scratch when a launch takes at most `group` planes, `cap` blocks per plane: their counters,
+// every plane's partials and scale.
+inline GlobScratch glob_scratch(const Window& w, std::int64_t group, std::int64_t cap) {
   const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
   const auto planes = static_cast<std::size_t>(w.N * w.C);
   GlobScratch g;
   g.parts = up(static_cast<std::size_t>(group * w.in_plane()) * sizeof(unsigned long long));
-  g.scale = g.parts + up(planes * static_cast<std::size_t>(glob_parts(group)) * sizeof(FixBits));
+  g.scale = g.parts + up(planes * static_cast<std::size_t>(glob_parts(w, group, cap)) * sizeof(FixBits));
   g.bytes = g.scale + up(planes * sizeof(int2));
   return g;
 }
 
 template <class T>
 std::size_t bwd_v21_scratch_bytes(const Window& w) {
-  return glob_scratch(w, w.N * w.C).bytes;
+  return glob_scratch(w, w.N * w.C, kGlobMaxParts).bytes;
 }
 
 // 1. The launch's counters zeroed (the whole grid, 16 bytes a store), and each block's partial of
@@ -130,6 +133,56 @@ __global__ void __launch_bounds__(kGlobBlock)
   }
 }
 
+// The scale of plane nc from its partials, into plane_scale (unit, exact) for the block; block 0
+// also stores it for kernel 3. The block's threads meet at a barrier before reading it.
+__device__ __forceinline__ void glob_plane_scale(const FixBits* __restrict__ parts, const GlobArgs& g, std::int64_t nc,
+                                                 int2* __restrict__ scale, int2& plane_scale) {
+  const int tid = threadIdx.x;
+  if (tid < 32) {
+    FixBits b = kFixNoBits;
+    for (int i = tid; i < g.parts; i += 32) {
+      const FixBits q = parts[nc * g.parts + i];
+      b = {max(b.top, q.top), min(b.low, q.low), b.bad | q.bad};
+    }
+    const FixScale sc = fix_scale(fix_bits_warp(b));
+    if (tid == 0) {
+      plane_scale = make_int2(sc.unit, sc.exact);
+      if (blockIdx.x == 0) scale[nc] = plane_scale;
+    }
+  }
+  __syncthreads();
+}
+
+// The term of the output at (od, oh, ow) of its plane: the offset in the plane of the cell its
+// index ix names (-1 for none: outside the window, or in the padding) and dy as an integer of units.
+template <class I, class T>
+__device__ __forceinline__ void glob_term(const Window& w, const GlobArgs& g, I ix, T y, int od, int oh, int ow,
+                                          int unit, int& key, long long& v) {
+  key = -1;
+  v = 0;
+  const NamedCell c = window_cell(w, g.dec, ix, od * w.s[0] - w.p[0], oh * w.s[1] - w.p[1], ow * w.s[2] - w.p[2]);
+  if (c.in_window && static_cast<unsigned>(c.d) < static_cast<unsigned>(w.D) &&
+      static_cast<unsigned>(c.h) < static_cast<unsigned>(w.H) && static_cast<unsigned>(c.x) < static_cast<unsigned>(w.W)) {
+    key = (c.d * w.H + c.h) * w.W + c.x;
+    v = y != T(0) ? to_fixed(y, unit) : 0;  // a zero's exponent may lie far below the unit
+  }
+}
+
+// Segments of lanes, each starting at a lane whose bit is set in `starts` (lane 0's always is):
+// each lane's v becomes the sum of its segment's values up to it, by shuffles. Every lane calls it.
+__device__ __forceinline__ long long segment_scan(unsigned starts, long long v) {
+  const int lane = threadIdx.x % 32;
+  const int head = 31 - __clz(starts & (0xFFFFFFFFu >> (31 - lane)));
+  const int longest = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(lane - head));  // the same in every lane
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    if (d > longest) break;  // the scan of a segment of n lanes needs the steps below n
+    const long long t = __shfl_up_sync(0xFFFFFFFFu, v, d);
+    if (lane - d >= head) v += t;
+  }
+  return v;
+}
+
 // 2. The plane's scale from its partials, then each output's integer added to its cell's counter,
 // a run of lanes naming one cell adding once.
 template <class I, class T>
@@ -143,19 +196,7 @@ __global__ void __launch_bounds__(kGlobBlock)
   const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
   const std::int64_t plane_in = w.in_plane();
   for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
-    if (tid < 32) {
-      FixBits b = kFixNoBits;
-      for (int i = lane; i < g.parts; i += 32) {
-        const FixBits q = parts[nc * g.parts + i];
-        b = {max(b.top, q.top), min(b.low, q.low), b.bad | q.bad};
-      }
-      const FixScale sc = fix_scale(fix_bits_warp(b));
-      if (tid == 0) {
-        plane_scale = make_int2(sc.unit, sc.exact);
-        if (blockIdx.x == 0) scale[nc] = plane_scale;
-      }
-    }
-    __syncthreads();
+    glob_plane_scale(parts, g, nc, scale, plane_scale);
     const int unit = plane_scale.x;
     if (plane_scale.y) {
       const T* dyp = a.dy + nc * plane_out;
@@ -184,24 +225,12 @@ __global__ void __launch_bounds__(kGlobBlock)
             const int od = static_cast<int>(g.by_ohw.div(r));
             const std::uint32_t rr = r - static_cast<std::uint32_t>(od) * g.by_ohw.divisor;
             const int oh = static_cast<int>(g.by_ow.div(rr)), ow = static_cast<int>(rr - static_cast<std::uint32_t>(oh) * w.oW);
-            const NamedCell c = window_cell(w, g.dec, ix[u], od * w.s[0] - w.p[0], oh * w.s[1] - w.p[1], ow * w.s[2] - w.p[2]);
-            if (c.in_window && static_cast<unsigned>(c.d) < static_cast<unsigned>(w.D) &&
-                static_cast<unsigned>(c.h) < static_cast<unsigned>(w.H) && static_cast<unsigned>(c.x) < static_cast<unsigned>(w.W)) {
-              key = (c.d * w.H + c.h) * w.W + c.x;
-              v = y[u] != T(0) ? to_fixed(y[u], unit) : 0;  // a zero's exponent may lie far below the unit
-            }
+            glob_term(w, g, ix[u], y[u], od, oh, ow, unit, key, v);
           }
           // Runs of lanes with one key: each lane's sum from its run's first lane, by a segmented scan.
           const int prev = __shfl_up_sync(0xFFFFFFFFu, key, 1);
           const unsigned heads = __ballot_sync(0xFFFFFFFFu, lane == 0 || key != prev);
-          const int head = 31 - __clz(heads & (0xFFFFFFFFu >> (31 - lane)));
-          const int longest = __reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(lane - head));  // the same in every lane
-#pragma unroll
-          for (int d = 1; d < 32; d *= 2) {
-            if (d > longest) break;  // the scan of a run of n lanes needs the steps below n
-            const long long t = __shfl_up_sync(0xFFFFFFFFu, v, d);
-            if (lane - d >= head) v += t;
-          }
+          v = segment_scan(heads, v);
           const bool last = lane == 31 || ((heads >> (lane + 1)) & 1u);
           if (last && key >= 0 && v != 0) atomicAdd(cp + key, static_cast<unsigned long long>(v));
         }
@@ -293,15 +322,22 @@ std::string bwd_v21_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v21_fixed_point_global");
 }
 
+// v21's scatter, for glob_run (v23 brings another).
+struct LaneScatter {
+  template <class I, class T>
+  static auto kernel() { return &bwd_v21_scatter_kernel<I, T>; }
+};
+
 // The three kernels on planes [first, first + group), then the next group of planes, each group's
-// counters at the start of the scratch. v21 takes every plane in one group; v22 groups them.
-template <bool Discard, class I, class T>
+// counters at the start of the scratch; Scatter::kernel<I, T>() is the second. v21 takes every
+// plane in one group; v22 and v23 group them.
+template <bool Discard, class Scatter, class I, class T>
 void glob_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigned char* base, const GlobScratch& m,
-                 std::int64_t group) {
+                 std::int64_t group, std::int64_t cap) {
   const Window& w = a.w;
   const std::int64_t planes = w.N * w.C;
   GlobArgs g;
-  g.parts = glob_parts(group);  // every group's partials at parts[nc * g.parts + i]
+  g.parts = glob_parts(w, group, cap);  // every group's partials at parts[nc * g.parts + i]
   g.by_ow = FastDiv(w.oW);
   g.by_ohw = FastDiv(static_cast<std::int64_t>(w.oH) * w.oW);
   g.dec = index_decode(w);
@@ -317,30 +353,31 @@ void glob_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigne
     const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(std::min<std::int64_t>(g.count, 65535)));
     bwd_v21_scale_kernel<T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, g, parts, counters);
     TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
-    bwd_v21_scatter_kernel<I, T><<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
-    TUT_CHECK_LAUNCH("bwd_v21_scatter_kernel");
-    const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, 4 * kGlobMaxParts)), grid.y);
+    Scatter::template kernel<I, T>()<<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
+    TUT_CHECK_LAUNCH("the scatter kernel (bwd_v21_scatter_kernel or bwd_v23_scatter_kernel)");
+    const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, kGlobRoundParts)), grid.y);
     bwd_v21_round_kernel<Discard, T><<<round_grid, kGlobBlock, 0, s>>>(a, g, scale, counters, pairs);
     TUT_CHECK_LAUNCH("bwd_v21_round_kernel");
   }
 }
 
-// The checks and the launches of a fixed-point version whose launches take `group` planes at most.
-template <bool Discard, class T>
+// The checks and the launches of a fixed-point version whose launches take `group` planes at most,
+// `cap` blocks per plane.
+template <bool Discard, class Scatter = LaneScatter, class T>
 void glob_run(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes, const char* who,
-              std::int64_t group) {
+              std::int64_t group, std::int64_t cap) {
   static_assert(std::is_same_v<T, float>, "the fixed-point integers are built from float32 bits");
   check_backward(a, who);
   if (const std::string why = fixed_point_refuses(a.w, who); !why.empty()) throw tut::Unsupported(why);
-  const GlobScratch m = glob_scratch(a.w, group);
+  const GlobScratch m = glob_scratch(a.w, group, cap);
   if (!scratch || scratch_bytes < m.bytes)
     throw std::invalid_argument(std::string(who) + ": needs " + std::to_string(m.bytes) + " bytes of scratch");
-  with_index(a, [&](const auto* idx) { glob_launch<Discard>(s, a, idx, static_cast<unsigned char*>(scratch), m, group); });
+  with_index(a, [&](const auto* idx) { glob_launch<Discard, Scatter>(s, a, idx, static_cast<unsigned char*>(scratch), m, group, cap); });
 }
 
 template <class T>
 void bwd_v21_fixed_point_global(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<false>(s, a, scratch, scratch_bytes, "bwd_v21_fixed_point_global", a.w.N * a.w.C);
+  glob_run<false>(s, a, scratch, scratch_bytes, "bwd_v21_fixed_point_global", a.w.N * a.w.C, kGlobMaxParts);
 }
 
 template <class T>

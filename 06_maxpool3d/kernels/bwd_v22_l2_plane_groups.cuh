@@ -33,6 +33,9 @@
 namespace ch06 {
 
 inline constexpr int kL2Share = 3;  // the counters of a group take at most l2 / kL2Share bytes
+// Blocks per plane at most in kernels 1 and 2: a group of few planes still fills the device (v21's
+// 64 left a group of 2 planes 128 blocks, and 8 groups of 2 ran 2.8x v21's time).
+inline constexpr int kL2MaxParts = 1024;
 
 // Planes per group for a device with `l2_bytes` of L2: as many as fit the share (at least one),
 // spread evenly over the fewest groups.
@@ -56,7 +59,7 @@ inline std::int64_t device_l2_bytes() {
 
 template <class T, int Share = kL2Share>
 std::size_t bwd_v22_scratch_bytes(const Window& w) {
-  return glob_scratch(w, l2_group_planes(w, device_l2_bytes(), Share)).bytes;
+  return glob_scratch(w, l2_group_planes(w, device_l2_bytes(), Share), kL2MaxParts).bytes;
 }
 
 template <class T>
@@ -66,7 +69,8 @@ std::string bwd_v22_refuses(const Window& w) {
 
 template <class T, int Share = kL2Share>
 void bwd_v22_l2_plane_groups(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<true>(s, a, scratch, scratch_bytes, "bwd_v22_l2_plane_groups", l2_group_planes(a.w, device_l2_bytes(), Share));
+  glob_run<true>(s, a, scratch, scratch_bytes, "bwd_v22_l2_plane_groups", l2_group_planes(a.w, device_l2_bytes(), Share),
+                 kL2MaxParts);
 }
 
 template <class T>

@@ -276,7 +276,9 @@ TEST_SUITE("gpu") {
                                (v.name == "v19_fixed_point_tile" && !ch06::bwd_v19_refuses<float>(w).empty()) ||
                                (v.name == "v20_plane_fill" && !ch06::bwd_v20_refuses<float>(w).empty()) ||
                                (v.name == "v21_fixed_point_global" && !ch06::bwd_v21_refuses<float>(w).empty()) ||
-                               (v.name == "v22_l2_plane_groups" && !ch06::bwd_v22_refuses<float>(w).empty());
+                               (v.name == "v22_l2_plane_groups" && !ch06::bwd_v22_refuses<float>(w).empty()) ||
+                               (v.name == "v23_lane_runs" && !ch06::bwd_v23_refuses<float>(w).empty()) ||
+                               (v.name.rfind("v22_share", 0) == 0 && !ch06::bwd_v22_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -328,6 +330,7 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v19_refuses<float>(w).empty()) names.push_back("v19_fixed_point_tile");  // NCDHW
       if (ch06::bwd_v21_refuses<float>(w).empty()) names.push_back("v21_fixed_point_global");
       if (ch06::bwd_v22_refuses<float>(w).empty()) names.push_back("v22_l2_plane_groups");
+      if (ch06::bwd_v23_refuses<float>(w).empty()) names.push_back("v23_lane_runs");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -344,7 +347,8 @@ TEST_SUITE("gpu") {
       // within rounding.
       const ch06::BwdPick pick = ch06::bwd_pick(w);
       const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk ||
-                          pick == ch06::BwdPick::v21_fixed_point_global || pick == ch06::BwdPick::v22_l2_plane_groups;
+                          pick == ch06::BwdPick::v21_fixed_point_global || pick == ch06::BwdPick::v22_l2_plane_groups ||
+                          pick == ch06::BwdPick::v23_lane_runs;
       CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
@@ -381,7 +385,8 @@ TEST_SUITE("gpu") {
         MESSAGE(c.name, ": ", stage_version, " and v1 differ in the last bits at ", st_apart, " elements");
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
-      if (first.count("v22_l2_plane_groups")) CHECK(first["v22_l2_plane_groups"] == first["v21_fixed_point_global"]);  // exact sums, rounded once
+      for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs"})  // exact sums, rounded once
+        if (first.count(exact)) CHECK(first[exact] == first["v21_fixed_point_global"]);
     }
   }
 
@@ -947,7 +952,11 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     check_fixed_point("v22_l2_plane_groups", &ch06::bwd_v22_refuses<float>);
   }
-  TEST_CASE("newest rungs: bwd v22 in groups of 1, 2, 3 and 4 planes gives v21's bits, a plane that falls back included, every dx element written" *
+  TEST_CASE("newest rungs: bwd v23 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v23_lane_runs", &ch06::bwd_v23_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v22 and v23 in groups of 1, 2, 3 and 4 planes give v21's bits, a plane that falls back included, every dx element written" *
             tut::needs_gpu()) {
     // The suite's shapes make one group on a 50 MB L2; here the launches take a few planes each,
     // so a group reuses the counters the group before it rounded and dropped from the L2.
@@ -969,19 +978,25 @@ TEST_SUITE("gpu") {
       upload(*inst, "dy", dy);
       const auto want = dx_after(bwd, "v21_fixed_point_global", *inst);
       const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
-      for (const std::int64_t group : {1, 2, 3, 4}) {
-        INFO("planes per group: ", group);
-        tut::DeviceBuffer<unsigned char> scratch(ch06::glob_scratch(w, group).bytes);
+      const auto run = [&](const char* name, const std::int64_t group, auto scatter) {
+        INFO(name, " with planes per group: ", group);
+        using Scatter = decltype(scatter);
+        tut::DeviceBuffer<unsigned char> scratch(ch06::glob_scratch(w, group, ch06::kL2MaxParts).bytes);
         TUT_CUDA(cudaMemset(scratch.data(), 0xCD, scratch.bytes()));  // the counters start as garbage
         TUT_CUDA(cudaMemset(inst->operand("dx").device(), 0xCD, dx_bytes));
-        ch06::glob_run<true>(nullptr, inst->args(), scratch.data(), scratch.bytes(), "bwd_v22_l2_plane_groups", group);
+        const auto launch = [&](std::size_t bytes) {
+          ch06::glob_run<true, Scatter>(nullptr, inst->args(), scratch.data(), bytes, name, group, ch06::kL2MaxParts);
+        };
+        launch(scratch.bytes());
         TUT_CUDA(cudaDeviceSynchronize());
         std::vector<unsigned char> got(dx_bytes);
         TUT_CUDA(cudaMemcpy(got.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
         CHECK(got == want);
-        CHECK_THROWS_AS(ch06::glob_run<true>(nullptr, inst->args(), scratch.data(), scratch.bytes() - 1,
-                                             "bwd_v22_l2_plane_groups", group),
-                        std::invalid_argument);  // refused before any launch
+        CHECK_THROWS_AS(launch(scratch.bytes() - 1), std::invalid_argument);  // refused before any launch
+      };
+      for (const std::int64_t group : {1, 2, 3, 4}) {
+        run("bwd_v22_l2_plane_groups", group, ch06::LaneScatter{});
+        run("bwd_v23_lane_runs", group, ch06::RunScatter{});
       }
     }
   }

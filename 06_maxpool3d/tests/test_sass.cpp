@@ -338,6 +338,26 @@ TEST_CASE("bwd v21 adds each run's 64-bit integer with one native global reducti
   }
 }
 
+TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction, and drops its counters from the L2 once rounded: no compare-and-swap loop, no float atomic, no spills" *
+          doctest::skip(kNoCuobjdump)) {
+  // A lane's runs are added where they close: inside the lane (one site per later output of its 4),
+  // its first run, and its last; the warp's scan is a chain of SHFL.UP as in v21.
+  for (const char* name : {"bwd_v23_scatter_kernel<long, float>", "bwd_v23_scatter_kernel<unsigned char, float>",
+                           "bwd_v23_scatter_kernel<short, float>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_opcode(k, "REDG.E.ADD.64") >= 2);
+    CHECK(tut::count_opcode(k, "REDG.E.ADD.F") + tut::count_opcode(k, "ATOM") == 0);
+    CHECK(tut::count_opcode(k, "SHFL.UP") >= 11);
+    CHECK(spills(k) == 0);
+  }
+  // discard.global.L2 is CCTL.E.RML2 on sm_90: in v22's and v23's rounding, not in v21's.
+  const auto& round = kernel("bwd_v21_round_kernel<true, float>");
+  CHECK(tut::count_opcode(round, "CCTL.E.RML2") == 1);
+  CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, float>"), "CCTL") == 0);
+  CHECK(spills(round) == 0);
+}
+
 TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and has no atomics or spills" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"bwd_v20_plane_fill_kernel<long, float>", "bwd_v20_plane_fill_kernel<unsigned char, float>",
