@@ -161,11 +161,16 @@ __device__ __forceinline__ void glob_term(const Window& w, const GlobArgs& g, I 
   key = -1;
   v = 0;
   const NamedCell c = window_cell(w, g.dec, ix, od * w.s[0] - w.p[0], oh * w.s[1] - w.p[1], ow * w.s[2] - w.p[2]);
-  if (c.in_window && static_cast<unsigned>(c.d) < static_cast<unsigned>(w.D) &&
-      static_cast<unsigned>(c.h) < static_cast<unsigned>(w.H) && static_cast<unsigned>(c.x) < static_cast<unsigned>(w.W)) {
+  if constexpr (std::is_same_v<I, std::int64_t>) {
+    if (!c.in_window) return;  // an int64 index in the window is a cell of the plane: it is the key
+    key = static_cast<int>(ix);
+  } else {
+    if (!c.in_window || static_cast<unsigned>(c.d) >= static_cast<unsigned>(w.D) ||
+        static_cast<unsigned>(c.h) >= static_cast<unsigned>(w.H) || static_cast<unsigned>(c.x) >= static_cast<unsigned>(w.W))
+      return;  // outside the window, or in the padding
     key = (c.d * w.H + c.h) * w.W + c.x;
-    v = y != T(0) ? to_fixed(y, unit) : 0;  // a zero's exponent may lie far below the unit
   }
+  v = y != T(0) ? to_fixed(y, unit) : 0;  // a zero's exponent may lie far below the unit
 }
 
 // Segments of lanes, each starting at a lane whose bit is set in `starts` (lane 0's always is):

@@ -121,15 +121,18 @@ std::string bwd_v23_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v23_lane_runs");
 }
 
-template <class T>
+template <class T, bool Grouped = true>
 std::size_t bwd_v23_scratch_bytes(const Window& w) {
-  return bwd_v22_scratch_bytes<T>(w);
+  return Grouped ? bwd_v22_scratch_bytes<T>(w) : bwd_v21_scratch_bytes<T>(w);
 }
 
-template <class T>
+template <class T, bool Grouped = true>
 void bwd_v23_lane_runs(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<true, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", l2_group_planes(a.w, device_l2_bytes()),
-                             kL2MaxParts);
+  if constexpr (Grouped)
+    glob_run<true, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", l2_group_planes(a.w, device_l2_bytes()),
+                               kL2MaxParts);
+  else
+    glob_run<false, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", a.w.N * a.w.C, kGlobMaxParts);
 }
 
 template <class T>
