@@ -77,7 +77,6 @@ PAIRS = [
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v23_lane_runs", "v22_l2_plane_groups"]),
     ("bwd_s1", B, S1 + " indices=int64", ["v23_lane_runs", "v22_l2_plane_groups", "v18_column_walk",
                                           "aten.max_pool3d_with_indices_backward"]),
-    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v23_one_group"]),
     # bwd v21, the fixed-point counters in global memory: the overlapping cases v19 was built for.
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v21_fixed_point_global", "aten.max_pool3d_with_indices_backward"]),
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v21_fixed_point_global"]),

@@ -310,12 +310,10 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v22_l2_plane_groups", "deterministic, NCDHW, undilated: v21 a group of planes at a time, so that the group's counters stay in the L2 (a third of it), each line of them dropped from the L2 once rounded",
                                   &bwd_v22_l2_plane_groups<T>, &bwd_v22_scratch_bytes<T>, bwd_v22_kernels<T>(),
                                   &bwd_v22_refuses<T>),
-      backward_scratch_version<T>("v23_lane_runs", "deterministic, NCDHW, undilated: v22 with each lane taking 4 consecutive outputs, adding its own runs of one cell in registers, the warp's scan joining runs across lanes once per 128 outputs",
+      backward_scratch_version<T>("v23_lane_runs", "deterministic, NCDHW, undilated: v21 with each lane taking 4 consecutive outputs, adding its own runs of one cell in registers, the warp's scan joining runs across lanes once per 128 outputs",
                                   &bwd_v23_lane_runs<T>, &bwd_v23_scratch_bytes<T>, bwd_v23_kernels<T>(),
                                   &bwd_v23_refuses<T>),
-      backward_scratch_version<T>("v23_one_group", "v23's scatter on every plane in one launch, as v21 (a form)",
-                                  &bwd_v23_lane_runs<T, false>, &bwd_v23_scratch_bytes<T, false>, {}, &bwd_v23_refuses<T>),
-      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v21, v15 or v6 with; else v1",
+      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v23, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };
   return p;

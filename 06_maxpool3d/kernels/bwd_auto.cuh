@@ -12,8 +12,9 @@
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
 //   4. other overlapping windows with stride 1, NCDHW, undilated, cubic kernel 2 to 8: v15, the
 //      separable stages (3k candidates per cell); on kernel 3 v18, the same stages with D walked in
-//      registers; on kernels 5 to 8 v21, exact fixed-point integers added to a counter per cell in
-//      global memory (auto then needs v21's scratch, 8 bytes per dx element);
+//      registers; on kernels 5 to 8 v23, exact fixed-point integers added to a counter per cell in
+//      global memory, a lane's runs added in registers first (auto then needs v23's scratch, 8 bytes
+//      per dx element; v21 and v22, the same counters without the runs, lost to it: not choices);
 //   5. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   6. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.

@@ -9,6 +9,7 @@
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/bwd_v21_fixed_point_global.cuh"
+#include "kernels/bwd_v23_lane_runs.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -96,8 +97,13 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      0.0636, 0.0640, 0.0585 and 0.0577 ms on kernels 5, 6, 7 and 8 against v15's 0.0693,
 //      0.0703, 0.0730 and 0.0768, and lost on kernel 4, 0.0654 against 0.0632. Raced on
 //      kernel 8 it ran 0.772x PyTorch (0.809x compact) where v15 ran 0.580x (0.592x)
-//      (results/NVIDIA_H200.v21_race.txt). A plane whose dy hold an Inf or a NaN, or span more
-//      than about 27 binades, takes v1's gather inside v21, which is slower;
+//      (results/NVIDIA_H200.v21_race.txt). Since then v23, v21 with a lane's runs added in
+//      registers, in its place: in one process per kernel (results/NVIDIA_H200.v23_sweep_k*.json)
+//      0.0595, 0.0555, 0.0522 and 0.0524 ms on kernels 5 to 8 against v21's 0.0645, 0.0620,
+//      0.0569 and 0.0565, and level with v15 on kernel 4 (0.0628 against 0.0633: v15 stays);
+//      raced on kernel 8, 0.829x PyTorch (0.843x compact) where v21 ran 0.770x (0.783x)
+//      (results/NVIDIA_H200.v23_race.txt). A plane whose dy hold an Inf or a NaN, or span more
+//      than about 27 binades, takes v1's gather inside v23, which is slower;
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
 //      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,
@@ -110,7 +116,7 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 // least this many: a span is then a fill of 4 KiB or more with few outputs to look up.
 inline constexpr std::int64_t kFillAutoMinCells = 27;
 inline constexpr std::int64_t kFillAutoMinPlane = 1024;
-// v21 instead of v15 on stride-1 cubic windows of at least this kernel (125 covering outputs a cell).
+// v23 instead of v15 on stride-1 cubic windows of at least this kernel (125 covering outputs a cell).
 inline constexpr int kFixedAutoMinKernel = 5;
 
 inline BwdPick bwd_pick(const Window& w) {
@@ -127,7 +133,7 @@ inline BwdPick bwd_pick(const Window& w) {
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (w.k[0] == 3 && bwd_v18_refuses<float>(w).empty()) return BwdPick::v18_column_walk;
   if (bwd_v15_refuses<float>(w).empty()) {
-    if (w.k[0] >= kFixedAutoMinKernel && bwd_v21_refuses<float>(w).empty()) return BwdPick::v21_fixed_point_global;
+    if (w.k[0] >= kFixedAutoMinKernel && bwd_v23_refuses<float>(w).empty()) return BwdPick::v23_lane_runs;
     return BwdPick::v15_separable_stages;
   }
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;

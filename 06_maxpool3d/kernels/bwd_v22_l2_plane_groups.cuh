@@ -20,6 +20,16 @@
 // rounding by reading them. The scatter's instructions are v21's, so it stays about v21's 27.7 us
 // unless its reductions were waiting on DRAM.
 //
+// Measured (H200, results/forms/v22_*): the bytes as predicted, the time not. With the L2 left as
+// each kernel before it left it (profile_cases.py --keep-l2), v22's rounding read no counter from
+// DRAM, where v21's read 9.7 MB; but v21's own three kernels had moved only 101.8 MB in 56.7 us,
+// 1.8 TB/s against a copy ceiling of 4.27: v21 was not waiting on DRAM. (Its 33.6 MB of counters read
+// back from DRAM, quoted before, were Nsight Compute's: by default it flushes the caches before each
+// kernel.) Each of v22's kernels on half the planes took 0.57 to 0.67 of v21's on all of them, so
+// two groups cost 1.27x v21's time: raced in one process on kernel 8 stride 1, 0.618x PyTorch where
+// v21 ran 0.771x. Smaller groups lost more: a group of 2 planes (a twelfth of the L2) ran 2.6x v21's
+// time. v22 is kept as the measured reason why bytes were not v21's limit; auto does not take it.
+//
 // Limits: v21's (NCDHW, dilation 1, at most 2048 outputs covering one cell, a plane that fits
 // 32-bit offsets). A plane whose counters alone pass the share is a group of one. Scratch: 8
 // bytes per cell of a group, and a few per plane.
@@ -34,7 +44,8 @@ namespace ch06 {
 
 inline constexpr int kL2Share = 3;  // the counters of a group take at most l2 / kL2Share bytes
 // Blocks per plane at most in kernels 1 and 2: a group of few planes still fills the device (v21's
-// 64 left a group of 2 planes 128 blocks, and 8 groups of 2 ran 2.8x v21's time).
+// 64 left a group of 2 planes 128 blocks, and 8 groups of 2 ran 2.8x v21's time,
+// results/forms/v22_capped_grid.*).
 inline constexpr int kL2MaxParts = 1024;
 
 // Planes per group for a device with `l2_bytes` of L2: as many as fit the share (at least one),

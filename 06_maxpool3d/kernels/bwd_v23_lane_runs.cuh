@@ -1,10 +1,10 @@
-// bwd v23_lane_runs: v22 with a scatter that spends fewer instructions per output.
+// bwd v23_lane_runs: v21 with a scatter that spends fewer instructions per output.
 //
 // Why. v21's scatter issued 17.2 M warp instructions on kernel 8 stride 1, 1 x 16 x 64^3 (2.96 M
 // outputs): about 186 per output, each lane one output, and every output paying the decode of its
-// position (two divisions), the 64-bit loads' addresses and a segmented scan of shuffles across
-// the warp (results/NVIDIA_H200.v22.ncu.txt). v22 kept its counters in the L2 and it did not run
-// faster: the scatter's instructions, not its bytes, set its time.
+// position (two divisions), its loads' addresses and a segmented scan of shuffles across the warp.
+// v22 kept v21's counters in the L2 and ran slower: v21 was not waiting on its bytes (with the L2
+// left as the kernel before left it, its three kernels moved 102 MB in 56.6 us, 1.8 TB/s).
 //
 // How. A lane takes 4 consecutive outputs of a row-major plane instead of 1:
 //   - its position is decoded once, and stepped along W (a row's end wraps to the next row);
@@ -14,16 +14,27 @@
 //   - the warp's scan then joins those runs across lanes: one scan per 128 outputs instead of one
 //     per 32. A lane whose 4 outputs hold more than one run adds its first run to what the lanes
 //     before it carried, and adds each run that ends inside it at once.
-// Every sum is still an integer sum, so the order of the adds does not change dx: v21's bits.
+// Every sum is still an integer sum, so the order of the adds does not change dx: v21's bits. The
+// launches are v21's (every plane at once); the first and the third kernel are v21's.
 //
 // Prediction (made before any measurement), the same case: about a third of v21's scatter
 // instructions (the decode, the scan and the loop once per 4 outputs), the scatter from 27.9 us to
 // about 12 us if its issue rate stays; v23 at or ahead of PyTorch's 44.7 us.
 //
-// Limits: v21's. Scratch: v22's.
+// Measured (H200; results/NVIDIA_H200.v23_race.txt, .v23_sweep_k*.json, .v23.ncu.csv and
+// .v23.kept.ncu.csv, where this code ran under the name v23_one_group): the scatter issued 13.5 M
+// warp instructions against v21's 16.3 M in the same session, 0.83 of them, not a third, and took
+// 23.0 us against 26.5; the lane's per-output work (the index's check, the conversion to an
+// integer), not the scan, is most of them. Raced in one process on kernel 8 stride 1: 0.829x
+// PyTorch (0.843x compact) where v21 ran 0.770x (0.783x). Against v15 and v21 in one process per
+// kernel (stride 1, int64): the fastest on kernels 5 to 8 (0.0524 ms on kernel 8 against v21's
+// 0.0565 and v15's 0.0763), level with v15 on kernel 4 (0.0628 against 0.0633), behind v18 on
+// kernel 3. In v22's groups of planes the same scatter ran 0.682x (results/forms/v22_groups.*).
+//
+// Limits: v21's. Scratch: v21's.
 #pragma once
 
-#include "kernels/bwd_v22_l2_plane_groups.cuh"
+#include "kernels/bwd_v21_fixed_point_global.cuh"
 
 #include <cstdint>
 
@@ -121,25 +132,21 @@ std::string bwd_v23_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v23_lane_runs");
 }
 
-template <class T, bool Grouped = true>
+template <class T>
 std::size_t bwd_v23_scratch_bytes(const Window& w) {
-  return Grouped ? bwd_v22_scratch_bytes<T>(w) : bwd_v21_scratch_bytes<T>(w);
+  return bwd_v21_scratch_bytes<T>(w);
 }
 
-template <class T, bool Grouped = true>
+template <class T>
 void bwd_v23_lane_runs(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  if constexpr (Grouped)
-    glob_run<true, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", l2_group_planes(a.w, device_l2_bytes()),
-                               kL2MaxParts);
-  else
-    glob_run<false, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", a.w.N * a.w.C, kGlobMaxParts);
+  glob_run<false, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", a.w.N * a.w.C, kGlobMaxParts);
 }
 
 template <class T>
 std::vector<const void*> bwd_v23_kernels() {
   return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v23_scatter_kernel<std::int64_t, T>),
           TUT_KERNEL(bwd_v23_scatter_kernel<std::uint8_t, T>), TUT_KERNEL(bwd_v23_scatter_kernel<std::int16_t, T>),
-          TUT_KERNEL(bwd_v21_round_kernel<true, T>)};
+          TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
 }
 
 }  // namespace ch06

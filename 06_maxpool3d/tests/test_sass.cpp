@@ -338,7 +338,7 @@ TEST_CASE("bwd v21 adds each run's 64-bit integer with one native global reducti
   }
 }
 
-TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction, and drops its counters from the L2 once rounded: no compare-and-swap loop, no float atomic, no spills" *
+TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction, and v22 drops its counters from the L2 once rounded: no compare-and-swap loop, no float atomic, no spills" *
           doctest::skip(kNoCuobjdump)) {
   // A lane's runs are added where they close: inside the lane (one site per later output of its 4),
   // its first run, and its last; the warp's scan is a chain of SHFL.UP as in v21.
@@ -351,7 +351,7 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
     CHECK(tut::count_opcode(k, "SHFL.UP") >= 11);
     CHECK(spills(k) == 0);
   }
-  // discard.global.L2 is CCTL.E.RML2 on sm_90: in v22's and v23's rounding, not in v21's.
+  // discard.global.L2 is CCTL.E.RML2 on sm_90: in v22's rounding, not in v21's (which v23 takes).
   const auto& round = kernel("bwd_v21_round_kernel<true, float>");
   CHECK(tut::count_opcode(round, "CCTL.E.RML2") == 1);
   CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, float>"), "CCTL") == 0);
