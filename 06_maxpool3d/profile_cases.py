@@ -4,6 +4,7 @@
 
   profile_cases.py --build BUILD OUT.csv [--budget SECONDS] [--tags PREFIX] [--versions A,B] [--keep-l2]
   profile_cases.py --v6-lines CSV            where bwd v6's warp instructions go on the stem case
+  profile_cases.py --ops CSV                 a kernel's warp instructions by kind of SASS instruction
 
 The second form reads the per-SASS-line counters of bwd_v6_staged_tile_kernel (ncu --section
 SourceCounters --page source --csv --print-source sass, reduced to line, sass, inst_executed and
@@ -206,9 +207,41 @@ def v6_lines(path):
     return 0
 
 
+def op_classes(path):
+    """A kernel's executed warp instructions and stall samples by kind of SASS instruction, from a CSV of
+    line, sass, inst_executed, stall_samples (ncu --section SourceCounters --page source --csv
+    --print-source sass, reduced): the warp's shuffles and votes (a scan), global reductions, loads,
+    branches and barriers, and the rest (arithmetic, moves, compares)."""
+    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    kinds = {}
+    for r in rows:
+        op = next((t for t in r["sass"].split() if not t.startswith("@")), "")
+        if op.startswith(("SHFL", "REDUX", "VOTE", "WARPSYNC", "BRA.DIV", "ENDCOLLECTIVE")):
+            kind = "shuffles and votes"
+        elif op.startswith(("REDG", "ATOM")):
+            kind = "global reductions"
+        elif op.startswith(("LDG", "LD.", "LDS")):
+            kind = "loads"
+        elif op.startswith(("BRA", "BSSY", "BSYNC", "EXIT", "BAR", "RET", "CALL")):
+            kind = "branches and barriers"
+        else:
+            kind = "arithmetic, moves and compares"
+        k = kinds.setdefault(kind, [0.0, 0.0])
+        k[0] += number(r["inst_executed"]) or 0.0
+        k[1] += number(r["stall_samples"]) or 0.0
+    inst = sum(k[0] for k in kinds.values())
+    samples = sum(k[1] for k in kinds.values())
+    print(f"{os.path.basename(path)}: {inst / 1e6:.2f} M warp instructions over {len(rows)} SASS lines")
+    for kind, (n, smp) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+        print(f"{kind}: {n / 1e6:.2f} M, {100 * n / inst:.1f} % of the instructions, {100 * smp / samples:.1f} % of the stall samples")
+    return 0
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--v6-lines":
         return v6_lines(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "--ops":
+        return op_classes(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True)
     ap.add_argument("--budget", type=float, default=1e9, help="stop starting new pairs after this many seconds")

@@ -124,6 +124,30 @@ def table(bench, torch_doc):
     return "\n".join(lines) + "\n"
 
 
+def kept_table(path, rows, num):
+    """profile_cases.py --keep-l2's CSV: each kernel's time and DRAM bytes with the L2 as the kernel
+    before it left it, then each version's sum over its kernels."""
+    lines = [f"Nsight Compute without the cache flush between kernels (profile_cases.py --keep-l2), "
+             f"results/{os.path.basename(path)}: per kernel, the passes ncu took, its time and DRAM bytes read "
+             "and written; then each version's kernels summed",
+             f"{'tag':17s} {'version':24s} {'kernel':30s} {'passes':>6s} {'us':>8s} {'read MB':>8s} {'write MB':>8s}"]
+    sums = {}
+    for r in rows:
+        kernel = r["kernel"].replace("void ", "").replace("ch06::", "").replace("(anonymous namespace)::", "")
+        kernel = kernel.split("(")[0].replace("_kernel", "").replace(" ", "").replace(",float>", ">")[:30]
+        us, rd, wr = num(r, "gpu__time_duration.sum") / 1e3, num(r, "dram__bytes_read.sum") / 1e6, num(r, "dram__bytes_write.sum") / 1e6
+        lines.append(f"{r['tag']:17s} {r['version']:24s} {kernel:30s} {r.get('passes') or '':>6s} {us:8.1f} {rd:8.1f} {wr:8.1f}")
+        t = sums.setdefault((r["tag"], r["version"]), [0, 0.0, 0.0, 0.0])
+        t[0] += 1
+        t[1] += us
+        t[2] += rd
+        t[3] += wr
+    lines += ["", "each version's kernels summed: launches, us, DRAM MB read, written, and GB/s"]
+    for (tag, version), (n, us, rd, wr) in sums.items():
+        lines.append(f"total {tag} {version}: {n} launches {us:.1f} us {rd:.1f} + {wr:.1f} MB {(rd + wr) / us:.2f} TB/s")
+    return "\n".join(lines) + "\n"
+
+
 def ncu_table(path):
     """profile_cases.py's CSV as a text table: one line per kernel."""
     import csv
@@ -135,6 +159,8 @@ def ncu_table(path):
         except (KeyError, ValueError):
             return float("nan")
 
+    if rows and not any(r.get("smsp__inst_executed.sum") for r in rows):
+        return kept_table(path, rows, num)
     lines = [f"Nsight Compute, results/{os.path.basename(path)}: per kernel, its time, DRAM bytes (read + written) and "
              "throughput, achieved occupancy, warp instructions, L1 and L2 hit rates, sectors per global load request, "
              "shared-memory bank conflicts, and the share of active cycles stalled on a long scoreboard (global memory) "
