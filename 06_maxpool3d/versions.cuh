@@ -313,6 +313,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v23_lane_runs", "deterministic, NCDHW, undilated: v21 with each lane taking 4 consecutive outputs, adding its own runs of one cell in registers, the warp's scan joining runs across lanes once per 128 outputs",
                                   &bwd_v23_lane_runs<T>, &bwd_v23_scratch_bytes<T>, bwd_v23_kernels<T>(),
                                   &bwd_v23_refuses<T>),
+      backward_scratch_version<T>("v24_flat_terms", "deterministic, NCDHW, undilated: v23 with each output's cell and integer computed without a branch, every check a predicate",
+                                  &bwd_v24_flat_terms<T>, &bwd_v23_scratch_bytes<T>, bwd_v24_kernels<T>(),
+                                  &bwd_v24_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v23, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

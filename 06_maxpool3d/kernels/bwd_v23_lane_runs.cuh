@@ -42,7 +42,50 @@ namespace ch06 {
 
 inline constexpr int kRunOutputs = 4;  // consecutive outputs a lane takes
 
+// v24's term: glob_term's key and integer computed without a branch, every check a predicate and
+// the result selected once (glob_term returns early at each check, and the compiler wraps each of
+// its returns in a reconvergence point and resets the results it returns). `live` is false for a
+// lane's output past the plane's end. An int64 index past the plane is decoded as garbage and then
+// refused by the predicate; the integer's shifts are clamped, and on an exact plane only zero bits
+// fall off (v19's check), as in to_fixed.
 template <class I, class T>
+__device__ __forceinline__ void glob_term_flat(const Window& w, const GlobArgs& g, bool live, I ix, T y, int od, int oh,
+                                               int ow, int unit, int& key, long long& v) {
+  const int sd = od * w.s[0] - w.p[0], sh = oh * w.s[1] - w.p[1], sw = ow * w.s[2] - w.p[2];
+  bool ok;
+  int cell;
+  if constexpr (std::is_same_v<I, std::int64_t>) {
+    const std::uint32_t r = static_cast<std::uint32_t>(ix);
+    const int d = static_cast<int>(g.dec.by_hw.div(r));
+    const std::uint32_t rem = r - static_cast<std::uint32_t>(d) * g.dec.by_hw.divisor;
+    const int h = static_cast<int>(g.dec.by_w.div(rem));
+    const int x = static_cast<int>(rem - static_cast<std::uint32_t>(h) * w.W);
+    ok = live & (static_cast<std::uint64_t>(ix) < static_cast<std::uint64_t>(w.in_plane())) &
+         (static_cast<unsigned>(d - sd) < static_cast<unsigned>(w.k[0])) &
+         (static_cast<unsigned>(h - sh) < static_cast<unsigned>(w.k[1])) &
+         (static_cast<unsigned>(x - sw) < static_cast<unsigned>(w.k[2]));
+    cell = static_cast<int>(r);
+  } else {
+    const int j = static_cast<int>(ix);
+    const int jd = static_cast<int>(g.dec.by_khw.div(static_cast<std::uint32_t>(j)));
+    const int rr = j - jd * w.k[1] * w.k[2];
+    const int jh = static_cast<int>(g.dec.by_kw.div(static_cast<std::uint32_t>(rr)));
+    const int d = sd + jd, h = sh + jh, x = sw + rr - jh * w.k[2];
+    ok = live & (static_cast<unsigned>(j) < static_cast<unsigned>(w.cells())) &
+         (static_cast<unsigned>(d) < static_cast<unsigned>(w.D)) & (static_cast<unsigned>(h) < static_cast<unsigned>(w.H)) &
+         (static_cast<unsigned>(x) < static_cast<unsigned>(w.W));
+    cell = (d * w.H + h) * w.W + x;
+  }
+  const FloatParts f = float_parts(y);
+  const int up = f.e - unit;
+  const std::uint64_t mag = up >= 0 ? static_cast<std::uint64_t>(f.m) << min(up, 63)
+                                    : static_cast<std::uint64_t>(f.m >> min(-up, 31));
+  const long long signed_mag = f.neg ? -static_cast<long long>(mag) : static_cast<long long>(mag);
+  key = ok ? cell : -1;
+  v = ok ? signed_mag : 0;
+}
+
+template <bool Flat, class I, class T>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v23_scatter_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const GlobArgs g,
                            const FixBits* __restrict__ parts, int2* __restrict__ scale,
@@ -90,7 +133,8 @@ __global__ void __launch_bounds__(kGlobBlock)
         for (int j = 0; j < kRunOutputs; ++j) {
           int k = -1;
           long long v = 0;
-          if (r0 + j < plane_out) glob_term(w, g, ix[j], y[j], od, oh, ow, unit, k, v);
+          if constexpr (Flat) glob_term_flat(w, g, r0 + j < plane_out, ix[j], y[j], od, oh, ow, unit, k, v);
+          else if (r0 + j < plane_out) glob_term(w, g, ix[j], y[j], od, oh, ow, unit, k, v);
           if (j == 0) {
             key = k, sum = v;
           } else if (k == key) {
@@ -122,10 +166,13 @@ __global__ void __launch_bounds__(kGlobBlock)
   }
 }
 
-struct RunScatter {
+template <bool Flat>
+struct RunScatterOf {
   template <class I, class T>
-  static auto kernel() { return &bwd_v23_scatter_kernel<I, T>; }
+  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, I, T>; }
 };
+using RunScatter = RunScatterOf<false>;   // v23's
+using FlatScatter = RunScatterOf<true>;   // v24's
 
 template <class T>
 std::string bwd_v23_refuses(const Window& w) {
@@ -144,8 +191,35 @@ void bwd_v23_lane_runs(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, 
 
 template <class T>
 std::vector<const void*> bwd_v23_kernels() {
-  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v23_scatter_kernel<std::int64_t, T>),
-          TUT_KERNEL(bwd_v23_scatter_kernel<std::uint8_t, T>), TUT_KERNEL(bwd_v23_scatter_kernel<std::int16_t, T>),
+  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v23_scatter_kernel<false, std::int64_t, T>),
+          TUT_KERNEL(bwd_v23_scatter_kernel<false, std::uint8_t, T>), TUT_KERNEL(bwd_v23_scatter_kernel<false, std::int16_t, T>),
+          TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
+}
+
+// bwd v24_flat_terms: v23 with each output's term computed without a branch (glob_term_flat).
+// Why: v23's scatter spent 84 % of its 13.5 M warp instructions on arithmetic, moves and compares,
+// about 120 SASS instructions per output (results/NVIDIA_H200.v23_source.txt); glob_term's early
+// returns add a reconvergence point each, and reset the results on each path.
+// Measured without a GPU (cuobjdump, sm_90, nvcc 13.0): from the lane's loads to its first scan
+// step, v23's int64 scatter has 452 SASS instructions with 11 BSSY, v24's 374 with 2; the whole
+// kernel 976 against 888 (tests/test_sass.cpp checks that v24 has fewer of both).
+// Prediction, before any run: the scatter's warp instructions about 15 % below v23's 13.5 M, and
+// its 23.0 us about 15 % lower if its issue rate stays; still behind PyTorch on kernel 8 stride 1.
+// Not yet run on a GPU.
+template <class T>
+std::string bwd_v24_refuses(const Window& w) {
+  return fixed_point_refuses(w, "bwd_v24_flat_terms");
+}
+
+template <class T>
+void bwd_v24_flat_terms(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
+  glob_run<false, FlatScatter>(s, a, scratch, scratch_bytes, "bwd_v24_flat_terms", a.w.N * a.w.C, kGlobMaxParts);
+}
+
+template <class T>
+std::vector<const void*> bwd_v24_kernels() {
+  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v23_scatter_kernel<true, std::int64_t, T>),
+          TUT_KERNEL(bwd_v23_scatter_kernel<true, std::uint8_t, T>), TUT_KERNEL(bwd_v23_scatter_kernel<true, std::int16_t, T>),
           TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
 }
 

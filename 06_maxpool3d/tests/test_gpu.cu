@@ -277,7 +277,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v20_plane_fill" && !ch06::bwd_v20_refuses<float>(w).empty()) ||
                                (v.name == "v21_fixed_point_global" && !ch06::bwd_v21_refuses<float>(w).empty()) ||
                                (v.name == "v22_l2_plane_groups" && !ch06::bwd_v22_refuses<float>(w).empty()) ||
-                               (v.name == "v23_lane_runs" && !ch06::bwd_v23_refuses<float>(w).empty());
+                               (v.name == "v23_lane_runs" && !ch06::bwd_v23_refuses<float>(w).empty()) ||
+                               (v.name == "v24_flat_terms" && !ch06::bwd_v24_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -349,6 +350,7 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v21_refuses<float>(w).empty()) names.push_back("v21_fixed_point_global");
       if (ch06::bwd_v22_refuses<float>(w).empty()) names.push_back("v22_l2_plane_groups");
       if (ch06::bwd_v23_refuses<float>(w).empty()) names.push_back("v23_lane_runs");
+      if (ch06::bwd_v24_refuses<float>(w).empty()) names.push_back("v24_flat_terms");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -387,7 +389,7 @@ TEST_SUITE("gpu") {
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
       for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global",
-                                       "v22_l2_plane_groups", "v23_lane_runs"}) {
+                                       "v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms"}) {
         if (!first.count(stage_version)) continue;
         const auto st = as_floats(first[stage_version]);
         int st_far = 0, st_apart = 0;
@@ -400,7 +402,7 @@ TEST_SUITE("gpu") {
         MESSAGE(c.name, ": ", std::string(stage_version), " and v1 differ in the last bits at ", st_apart, " elements");
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
-      for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs"})  // exact sums, rounded once
+      for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms"})  // exact sums, rounded once
         if (first.count(exact)) CHECK(first[exact] == first["v21_fixed_point_global"]);
     }
   }
@@ -971,7 +973,11 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     check_fixed_point("v23_lane_runs", &ch06::bwd_v23_refuses<float>);
   }
-  TEST_CASE("newest rungs: bwd v22 in groups of 1, 2, 3 and 4 planes gives v21's bits, with v21's scatter and with v23's, a plane that falls back included, every dx element written" *
+  TEST_CASE("newest rungs: bwd v24 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v24_flat_terms", &ch06::bwd_v24_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v22 in groups of 1, 2, 3 and 4 planes gives v21's bits, with v21's scatter, v23's and v24's, a plane that falls back included, every dx element written" *
             tut::needs_gpu()) {
     // The suite's shapes make one group on a 50 MB L2; here the launches take a few planes each,
     // so a group reuses the counters the group before it rounded and dropped from the L2.
@@ -1012,6 +1018,7 @@ TEST_SUITE("gpu") {
       for (const std::int64_t group : {1, 2, 3, 4}) {
         run("bwd_v22_l2_plane_groups", group, ch06::LaneScatter{});
         run("bwd_v22_l2_plane_groups (v23's scatter)", group, ch06::RunScatter{});
+        run("bwd_v22_l2_plane_groups (v24's scatter)", group, ch06::FlatScatter{});
       }
     }
   }

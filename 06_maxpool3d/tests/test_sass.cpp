@@ -342,8 +342,8 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
           doctest::skip(kNoCuobjdump)) {
   // A lane's runs are added where they close: inside the lane (one site per later output of its 4),
   // its first run, and its last; the warp's scan is a chain of SHFL.UP as in v21.
-  for (const char* name : {"bwd_v23_scatter_kernel<long, float>", "bwd_v23_scatter_kernel<unsigned char, float>",
-                           "bwd_v23_scatter_kernel<short, float>"}) {
+  for (const char* name : {"bwd_v23_scatter_kernel<false, long, float>", "bwd_v23_scatter_kernel<false, unsigned char, float>",
+                           "bwd_v23_scatter_kernel<false, short, float>"}) {
     const auto& k = kernel(name);
     INFO(k.name);
     CHECK(tut::count_opcode(k, "REDG.E.ADD.64") >= 2);
@@ -356,6 +356,22 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
   CHECK(tut::count_opcode(round, "CCTL.E.RML2") == 1);
   CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, float>"), "CCTL") == 0);
   CHECK(spills(round) == 0);
+}
+
+TEST_CASE("bwd v24's scatter computes each term without a branch: fewer reconvergence points and fewer instructions than v23's, no spills" *
+          doctest::skip(kNoCuobjdump)) {
+  // glob_term returns early at each check; glob_term_flat selects once. On sm_90 with nvcc 13.0,
+  // v23's scatter for the int64 index has 976 instructions with 17 BSSY, v24's 888 with 8.
+  for (const char* index : {"long", "unsigned char", "short"}) {
+    const auto& v23 = kernel(std::string("bwd_v23_scatter_kernel<false, ") + index + ", float>");
+    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, ") + index + ", float>");
+    INFO(v24.name);
+    CHECK(tut::count_opcode(v24, "BSSY") < tut::count_opcode(v23, "BSSY"));
+    CHECK(v24.code.size() < v23.code.size());
+    CHECK(tut::count_opcode(v24, "REDG.E.ADD.64") >= 2);
+    CHECK(tut::count_opcode(v24, "REDG.E.ADD.F") + tut::count_opcode(v24, "ATOM") == 0);
+    CHECK(spills(v24) == 0);
+  }
 }
 
 TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and has no atomics or spills" *
