@@ -8,11 +8,11 @@
 //
 // How. The same three kernels, launched on a group of planes at a time, each group's counters at
 // the start of the scratch: so the counters take at most an L2 share (a third of the device's L2;
-// 16.7 MB, 8 planes of 64^3, on the H100 and the H200). The zeroing then writes into lines the L2
-// already holds, the scatter's 64-bit reductions find them there, and the rounding reads them from
-// there. After reading a line of counters, the rounding drops it from the L2 (discard.global.L2),
-// so that it is never written back: the next group zeroes it again. Each group's first kernel
-// reads the group's dy, which its scatter then finds in the L2 too.
+// 16.7 MB on the H100, 20 MB on the H200: 8 planes of 64^3 on either). The zeroing then writes into
+// lines the L2 already holds, the scatter's 64-bit reductions find them there, and the rounding
+// reads them from there. After reading a line of counters, the rounding drops it from the L2
+// (discard.global.L2), so that it is never written back: the next group zeroes it again. Each
+// group's first kernel reads the group's dy, which its scatter then finds in the L2 too.
 //
 // Prediction (made before any measurement), kernel 8 stride 1 on 1 x 16 x 64^3 with int64 indices:
 // DRAM down to dy once (11.9 MB), the index once (23.7 MB) and dx once (16.8 MB): about 52 MB
