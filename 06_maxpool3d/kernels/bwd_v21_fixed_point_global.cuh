@@ -31,11 +31,14 @@
 // Measured (H200, results/NVIDIA_H200.v21.ncu.txt, .v21_race.txt, .v21_sweep.txt): wrong on both
 // counts. The three kernels took 14.6 + 27.7 + 13.7 us against PyTorch's 5.5 + 38.6 us, with 26.0 M
 // warp instructions (17.1 M in the scatter, about 185 per 32 outputs: the index check, the
-// conversion and the run scan) and 104 MB of DRAM: the counters did not stay in the L2 between the
-// scatter and the rounding, which read all 33.6 MB of them from DRAM. Raced in one process it ran
-// 0.772x PyTorch (0.809x compact), where v15 ran 0.580x (0.592x); the first form (2 chunks, plain
-// loads, the whole scan: results/forms/v21_first.*) 0.751x. Against v15 in one process per kernel
-// (stride 1, int64): faster on kernels 5 to 8, slower on kernel 4. Auto takes it on kernels 5 to 8.
+// conversion and the run scan) and 104 MB of DRAM, the rounding reading 33.6 MB of counters from
+// DRAM. Those DRAM bytes are Nsight Compute's: by default it flushes the caches before each kernel.
+// Without the flush (profile_cases.py --keep-l2, results/NVIDIA_H200.v23.kept.ncu.txt) the rounding
+// read 9.6 MB, and the three kernels moved 101.7 MB in 55.4 us, 1.84 TB/s: not bound by bytes.
+// Raced in one process it ran 0.772x PyTorch (0.809x compact), where v15 ran 0.580x (0.592x); the
+// first form (2 chunks, plain loads, the whole scan: results/forms/v21_first.*) 0.751x. Against v15
+// in one process per kernel (stride 1, int64): faster on kernels 5 to 8, slower on kernel 4. Auto
+// took it on kernels 5 to 8 until v23 (the same counters, fewer instructions per output) replaced it.
 //
 // Limits, refused before launch: NCDHW, dilation 1, at most 2048 outputs covering one cell, a
 // plane that fits 32-bit offsets. Scratch: 8 bytes per dx element, and a few per plane.
