@@ -30,18 +30,14 @@
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
-#include "kernels/bwd_v21_fixed_point_global.cuh"
-#include "kernels/bwd_v22_l2_plane_groups.cuh"
 #include "kernels/bwd_v23_lane_runs.cuh"
 
 namespace ch06 {
 
-// Scratch: v21's, v22's or v23's where the rule takes it, else none.
+// Scratch: v23's where the rule takes it, else none.
 template <class T>
 std::size_t bwd_auto_scratch_bytes(const Window& w) {
   switch (bwd_pick(w)) {
-    case BwdPick::v21_fixed_point_global: return bwd_v21_scratch_bytes<T>(w);
-    case BwdPick::v22_l2_plane_groups: return bwd_v22_scratch_bytes<T>(w);
     case BwdPick::v23_lane_runs: return bwd_v23_scratch_bytes<T>(w);
     default: return 0;
   }
@@ -58,8 +54,6 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
     case BwdPick::v18_column_walk: return bwd_v18_column_walk(s, a);
     case BwdPick::v20_plane_fill: return bwd_v20_plane_fill(s, a);
-    case BwdPick::v21_fixed_point_global: return bwd_v21_fixed_point_global(s, a, scratch, scratch_bytes);
-    case BwdPick::v22_l2_plane_groups: return bwd_v22_l2_plane_groups(s, a, scratch, scratch_bytes);
     case BwdPick::v23_lane_runs: return bwd_v23_lane_runs(s, a, scratch, scratch_bytes);
     default: return bwd_v1_gather(s, a);
   }

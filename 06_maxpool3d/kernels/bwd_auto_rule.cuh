@@ -8,7 +8,6 @@
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
-#include "kernels/bwd_v21_fixed_point_global.cuh"
 #include "kernels/bwd_v23_lane_runs.cuh"
 #include "kernels/pool.cuh"
 
@@ -34,8 +33,6 @@ enum class BwdPick {
   v15_separable_stages,
   v18_column_walk,
   v20_plane_fill,
-  v21_fixed_point_global,
-  v22_l2_plane_groups,
   v23_lane_runs
 };
 
@@ -49,8 +46,6 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
     case BwdPick::v18_column_walk: return "v18_column_walk";
     case BwdPick::v20_plane_fill: return "v20_plane_fill";
-    case BwdPick::v21_fixed_point_global: return "v21_fixed_point_global";
-    case BwdPick::v22_l2_plane_groups: return "v22_l2_plane_groups";
     case BwdPick::v23_lane_runs: return "v23_lane_runs";
     default: return "v1_gather";
   }
