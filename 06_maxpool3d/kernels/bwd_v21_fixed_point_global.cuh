@@ -388,11 +388,19 @@ void bwd_v21_fixed_point_global(cudaStream_t s, const BackwardArgs<T>& a, void* 
   glob_run<false>(s, a, scratch, scratch_bytes, "bwd_v21_fixed_point_global", a.w.N * a.w.C, kGlobMaxParts);
 }
 
+// The kernels glob_run<Discard, Scatter> launches, for a version's list: the scale, the scatter for
+// each index format, the rounding.
+template <bool Discard, class Scatter, class T>
+std::vector<const void*> glob_kernels() {
+  const auto scatter = [](auto* kernel) { return reinterpret_cast<const void*>(kernel); };
+  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), scatter(Scatter::template kernel<std::int64_t, T>()),
+          scatter(Scatter::template kernel<std::uint8_t, T>()), scatter(Scatter::template kernel<std::int16_t, T>()),
+          TUT_KERNEL(bwd_v21_round_kernel<Discard, T>)};
+}
+
 template <class T>
 std::vector<const void*> bwd_v21_kernels() {
-  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int64_t, T>),
-          TUT_KERNEL(bwd_v21_scatter_kernel<std::uint8_t, T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int16_t, T>),
-          TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
+  return glob_kernels<false, LaneScatter, T>();
 }
 
 }  // namespace ch06

@@ -86,9 +86,7 @@ void bwd_v22_l2_plane_groups(cudaStream_t s, const BackwardArgs<T>& a, void* scr
 
 template <class T>
 std::vector<const void*> bwd_v22_kernels() {
-  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int64_t, T>),
-          TUT_KERNEL(bwd_v21_scatter_kernel<std::uint8_t, T>), TUT_KERNEL(bwd_v21_scatter_kernel<std::int16_t, T>),
-          TUT_KERNEL(bwd_v21_round_kernel<true, T>)};
+  return glob_kernels<true, LaneScatter, T>();
 }
 
 }  // namespace ch06

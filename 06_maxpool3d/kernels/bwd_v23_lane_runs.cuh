@@ -191,9 +191,7 @@ void bwd_v23_lane_runs(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, 
 
 template <class T>
 std::vector<const void*> bwd_v23_kernels() {
-  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v23_scatter_kernel<false, std::int64_t, T>),
-          TUT_KERNEL(bwd_v23_scatter_kernel<false, std::uint8_t, T>), TUT_KERNEL(bwd_v23_scatter_kernel<false, std::int16_t, T>),
-          TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
+  return glob_kernels<false, RunScatter, T>();
 }
 
 // bwd v24_flat_terms: v23 with each output's term computed without a branch (glob_term_flat).
@@ -218,9 +216,7 @@ void bwd_v24_flat_terms(cudaStream_t s, const BackwardArgs<T>& a, void* scratch,
 
 template <class T>
 std::vector<const void*> bwd_v24_kernels() {
-  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), TUT_KERNEL(bwd_v23_scatter_kernel<true, std::int64_t, T>),
-          TUT_KERNEL(bwd_v23_scatter_kernel<true, std::uint8_t, T>), TUT_KERNEL(bwd_v23_scatter_kernel<true, std::int16_t, T>),
-          TUT_KERNEL(bwd_v21_round_kernel<false, T>)};
+  return glob_kernels<false, FlatScatter, T>();
 }
 
 }  // namespace ch06
