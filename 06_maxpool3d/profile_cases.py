@@ -72,12 +72,15 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
-    # bwd v24 (v23's terms without branches), v23 (v21 with a lane's runs added in registers) and
-    # v22 (v21 a group of planes at a time): v21's cases.
-    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v24_flat_terms", "v23_lane_runs", "v22_l2_plane_groups"]),
-    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v24_flat_terms", "v23_lane_runs", "v22_l2_plane_groups"]),
-    ("bwd_s1", B, S1 + " indices=int64", ["v24_flat_terms", "v23_lane_runs", "v22_l2_plane_groups", "v18_column_walk",
-                                          "aten.max_pool3d_with_indices_backward"]),
+    # bwd v26 (v25 with marks: only reached counters read), v25 (counters left zero, none zeroed
+    # first), v24 (v23's terms without branches), v23 (v21 with a lane's runs added in registers)
+    # and v22 (v21 a group of planes at a time): v21's cases.
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v26_marked_sectors", "v25_clean_counters", "v24_flat_terms", "v23_lane_runs",
+                                              "v22_l2_plane_groups"]),
+    ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v26_marked_sectors", "v25_clean_counters", "v24_flat_terms",
+                                                        "v23_lane_runs", "v22_l2_plane_groups"]),
+    ("bwd_s1", B, S1 + " indices=int64", ["v26_marked_sectors", "v25_clean_counters", "v24_flat_terms", "v23_lane_runs",
+                                          "v22_l2_plane_groups", "v18_column_walk", "aten.max_pool3d_with_indices_backward"]),
     # bwd v21, the fixed-point counters in global memory: the overlapping cases v19 was built for.
     ("bwd_k8s1", B, K8S1 + " indices=int64", ["v21_fixed_point_global", "aten.max_pool3d_with_indices_backward"]),
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v21_fixed_point_global"]),

@@ -35,6 +35,7 @@
 #include "kernels/bwd_v21_fixed_point_global.cuh"
 #include "kernels/bwd_v22_l2_plane_groups.cuh"
 #include "kernels/bwd_v23_lane_runs.cuh"
+#include "kernels/bwd_v25_clean_counters.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -316,7 +317,13 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v24_flat_terms", "deterministic, NCDHW, undilated: v23 with each output's cell and integer computed without a branch, every check a predicate",
                                   &bwd_v24_flat_terms<T>, &bwd_v23_scratch_bytes<T>, bwd_v24_kernels<T>(),
                                   &bwd_v24_refuses<T>),
-      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v23, v15 or v6 with; else v1",
+      backward_scratch_version<T>("v25_clean_counters", "deterministic, NCDHW, undilated: v24 with counters the rounding leaves zero, so that nothing zeroes them before the scatter",
+                                  &bwd_v25_clean_counters<T>, &bwd_v25_scratch_bytes<T>, bwd_v25_kernels<T>(),
+                                  &bwd_v25_refuses<T>),
+      backward_scratch_version<T>("v26_marked_sectors", "deterministic, NCDHW, undilated: v25 with a bit per 4 cells set beside each add, so that the rounding reads only the counters some output reached",
+                                  &bwd_v26_marked_sectors<T>, &bwd_v26_scratch_bytes<T>, bwd_v26_kernels<T>(),
+                                  &bwd_v26_refuses<T>),
+      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };
   return p;

@@ -8,7 +8,7 @@
 #include "kernels/bwd_v15_separable_stages.cuh"
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
-#include "kernels/bwd_v23_lane_runs.cuh"
+#include "kernels/bwd_v25_clean_counters.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -33,7 +33,7 @@ enum class BwdPick {
   v15_separable_stages,
   v18_column_walk,
   v20_plane_fill,
-  v23_lane_runs
+  v25_clean_counters
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -46,7 +46,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
     case BwdPick::v18_column_walk: return "v18_column_walk";
     case BwdPick::v20_plane_fill: return "v20_plane_fill";
-    case BwdPick::v23_lane_runs: return "v23_lane_runs";
+    case BwdPick::v25_clean_counters: return "v25_clean_counters";
     default: return "v1_gather";
   }
 }
@@ -98,7 +98,15 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      0.0569 and 0.0565, and level with v15 on kernel 4 (0.0628 against 0.0633: v15 stays);
 //      raced on kernel 8, 0.829x PyTorch (0.843x compact) where v21 ran 0.770x (0.783x)
 //      (results/NVIDIA_H200.v23_race.txt). A plane whose dy hold an Inf or a NaN, or span more
-//      than about 27 binades, takes v1's gather inside v23, which is slower;
+//      than about 27 binades, takes v1's gather inside v23, which is slower. Since then v25, v23 with
+//      v24's branch-free terms and counters its rounding leaves zero (kernel 1 only reads dy), in
+//      place of v23 and on kernel 4 too: in one process per kernel
+//      (results/NVIDIA_H200.v25_sweep_k*.json) 0.0549, 0.0492, 0.0494, 0.0466 and 0.0463 ms on
+//      kernels 4 to 8 against v24's 0.0608, 0.0575, 0.0549, 0.0515 and 0.0507 and v15's 0.0638 on
+//      kernel 4; on kernel 3 0.0655 against v18's 0.0566 (v18 stays). Raced on kernel 8, 0.996x
+//      PyTorch (1.020x compact) where v24 ran 0.859x (0.897x) (results/NVIDIA_H200.v25_race.txt).
+//      v26, v25 with a bit per 4 cells so that the rounding reads only reached counters, lost to
+//      it on every kernel: not a choice;
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
 //      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,
@@ -111,8 +119,8 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 // least this many: a span is then a fill of 4 KiB or more with few outputs to look up.
 inline constexpr std::int64_t kFillAutoMinCells = 27;
 inline constexpr std::int64_t kFillAutoMinPlane = 1024;
-// v23 instead of v15 on stride-1 cubic windows of at least this kernel (125 covering outputs a cell).
-inline constexpr int kFixedAutoMinKernel = 5;
+// v25 instead of v15 on stride-1 cubic windows of at least this kernel (64 covering outputs a cell).
+inline constexpr int kFixedAutoMinKernel = 4;
 
 inline BwdPick bwd_pick(const Window& w) {
   if (windows_disjoint(w) && plane_fits_32_bits(w)) {
@@ -128,7 +136,7 @@ inline BwdPick bwd_pick(const Window& w) {
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (w.k[0] == 3 && bwd_v18_refuses<float>(w).empty()) return BwdPick::v18_column_walk;
   if (bwd_v15_refuses<float>(w).empty()) {
-    if (w.k[0] >= kFixedAutoMinKernel && bwd_v23_refuses<float>(w).empty()) return BwdPick::v23_lane_runs;
+    if (w.k[0] >= kFixedAutoMinKernel && bwd_v25_refuses<float>(w).empty()) return BwdPick::v25_clean_counters;
     return BwdPick::v15_separable_stages;
   }
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;

@@ -64,11 +64,18 @@ struct GlobArgs {
   FastDiv by_ow, by_ohw;  // an output's decode within its plane
   IndexDecode dec;        // the saved index's
   GatherDivs dv;          // the fallback's
+  unsigned* marks = nullptr;    // v26: a bit per 4 cells some output reached, mark_words words per plane
+  std::uint32_t mark_words = 0;
 };
 
 struct GlobScratch {
-  std::size_t counters = 0, parts = 0, scale = 0, bytes = 0;  // offsets and the total
+  std::size_t counters = 0, marks = 0, parts = 0, scale = 0, bytes = 0;  // offsets and the total
 };
+
+// v26's marks: a bit per 4 consecutive cells of a plane (32 bytes of counters), 32 bits a word.
+inline std::uint32_t glob_mark_words(const Window& w) {
+  return static_cast<std::uint32_t>((w.in_plane() + 127) / 128);
+}
 
 // Blocks per plane when a launch takes `planes` planes: about kGlobTargetBlocks in all, at most
 // `cap`, and at most a block per kGlobBlock outputs of a plane.
@@ -77,13 +84,14 @@ inline int glob_parts(const Window& w, std::int64_t planes, std::int64_t cap) {
   return static_cast<int>(std::clamp<std::int64_t>((kGlobTargetBlocks + planes - 1) / planes, 1, std::max<std::int64_t>(1, most)));
 }
 
-// The scratch when a launch takes at most `group` planes, `cap` blocks per plane: their counters,
-// every plane's partials and scale.
-inline GlobScratch glob_scratch(const Window& w, std::int64_t group, std::int64_t cap) {
+// The scratch when a launch takes at most `group` planes, `cap` blocks per plane: their counters
+// (and v26's marks), every plane's partials and scale.
+inline GlobScratch glob_scratch(const Window& w, std::int64_t group, std::int64_t cap, bool marks = false) {
   const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
   const auto planes = static_cast<std::size_t>(w.N * w.C);
   GlobScratch g;
-  g.parts = up(static_cast<std::size_t>(group * w.in_plane()) * sizeof(unsigned long long));
+  g.marks = up(static_cast<std::size_t>(group * w.in_plane()) * sizeof(unsigned long long));
+  g.parts = g.marks + (marks ? up(static_cast<std::size_t>(group) * glob_mark_words(w) * sizeof(unsigned)) : 0);
   g.scale = g.parts + up(planes * static_cast<std::size_t>(glob_parts(w, group, cap)) * sizeof(FixBits));
   g.bytes = g.scale + up(planes * sizeof(int2));
   return g;
@@ -94,35 +102,39 @@ std::size_t bwd_v21_scratch_bytes(const Window& w) {
   return glob_scratch(w, w.N * w.C, kGlobMaxParts).bytes;
 }
 
-// 1. The launch's counters zeroed (the whole grid, 16 bytes a store), and each block's partial of
-// its plane.
-template <class T>
+// 1. The launch's counters zeroed (the whole grid, 16 bytes a store), and each block's partial of its
+// plane. With Zero false (v25 on, whose rounding leaves the counters zero) only the partials, a
+// thread's loads 3 kGlobUnroll at a time: the 64 blocks of a 64^3 plane then issue all of its dy
+// before the first load returns, where 4 at a time took three trips.
+template <bool Zero, class T>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v21_scale_kernel(const T* __restrict__ dy, const Window w, const GlobArgs g, FixBits* __restrict__ parts,
                          unsigned long long* __restrict__ counters) {
   __shared__ FixBits warp_bits[kGlobBlock / 32];
   const int tid = threadIdx.x, lane = tid % 32;
-  const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * gridDim.y * kGlobBlock;
-  const std::int64_t me = (static_cast<std::int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kGlobBlock + tid;
-  const std::int64_t n = g.count * w.in_plane();
-  auto* pairs = reinterpret_cast<ulonglong2*>(counters);
-  for (std::int64_t i = me; i < n / 2; i += threads) pairs[i] = make_ulonglong2(0, 0);
-  if (me == 0 && n % 2) counters[n - 1] = 0;
+  if constexpr (Zero) {
+    const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * gridDim.y * kGlobBlock;
+    const std::int64_t me = (static_cast<std::int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kGlobBlock + tid;
+    const std::int64_t n = g.count * w.in_plane();
+    auto* pairs = reinterpret_cast<ulonglong2*>(counters);
+    for (std::int64_t i = me; i < n / 2; i += threads) pairs[i] = make_ulonglong2(0, 0);
+    if (me == 0 && n % 2) counters[n - 1] = 0;
+  }
 
   const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
   for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
     const T* p = dy + nc * plane_out;
     FixBits b = kFixNoBits;
-    for (std::uint32_t r0 = blockIdx.x * kGlobBlock * kGlobUnroll + tid; r0 < plane_out;
-         r0 += gridDim.x * kGlobBlock * kGlobUnroll) {
-      T v[kGlobUnroll];
+    constexpr int unroll = Zero ? kGlobUnroll : 3 * kGlobUnroll;
+    for (std::uint32_t r0 = blockIdx.x * kGlobBlock * unroll + tid; r0 < plane_out; r0 += gridDim.x * kGlobBlock * unroll) {
+      T v[unroll];
 #pragma unroll
-      for (int u = 0; u < kGlobUnroll; ++u) {  // the loads first, then the bits
+      for (int u = 0; u < unroll; ++u) {  // the loads first, then the bits
         const std::uint32_t r = r0 + u * kGlobBlock;
         v[u] = r < plane_out ? p[r] : T(0);
       }
 #pragma unroll
-      for (int u = 0; u < kGlobUnroll; ++u) fix_bits_add(b, v[u]);
+      for (int u = 0; u < unroll; ++u) fix_bits_add(b, v[u]);
     }
     b = fix_bits_warp(b);
     if (lane == 0) warp_bits[tid / 32] = b;
@@ -268,11 +280,13 @@ __device__ __forceinline__ void discard_l2_line(const void* line) {
 // dx allow, a thread takes two cells at a time (one 16-byte load of counters, one 8-byte store),
 // kGlobUnroll loads in flight. With Discard (v22), the block then drops from the L2 the whole
 // 128-byte lines of counters it read, so that they are never written back to DRAM: the next launch
-// zeroes them again.
-template <bool Discard, class T>
+// zeroes them again. With Clean (v25), each load of counters that is not zero is followed by a store
+// of zeros there, so that the launch leaves every counter zero for the next one.
+template <bool Discard, bool Clean, class T>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v21_round_kernel(const BackwardArgs<T> a, const GlobArgs g, const int2* __restrict__ scale,
-                         const unsigned long long* __restrict__ counters, bool pairs) {
+                         unsigned long long* __restrict__ counters, bool pairs) {
+  static_assert(!(Discard && Clean), "a dropped line's bytes are undefined: it cannot be left zero");
   const Window& w = a.w;
   const auto plane_in = static_cast<std::uint32_t>(w.in_plane());
   const int per = pairs ? 2 : 1;
@@ -281,7 +295,7 @@ __global__ void __launch_bounds__(kGlobBlock)
   for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
     const int2 sc = scale[nc];
     const std::int64_t ibase = nc * plane_in;
-    const unsigned long long* cp = counters + (nc - g.first) * plane_in;
+    unsigned long long* cp = counters + (nc - g.first) * plane_in;
     if (!sc.y) {
       for (std::uint32_t r = blockIdx.x * kGlobBlock + threadIdx.x; r < plane_in; r += gridDim.x * kGlobBlock)
         a.dx[ibase + r] = gather_one<false>(a, g.dv, ibase + r);
@@ -297,6 +311,16 @@ __global__ void __launch_bounds__(kGlobBlock)
           // The counters' last read: evict-first (v21); v22 drops the lines below instead.
           if (pairs) q[u] = __ldcs(reinterpret_cast<const ulonglong2*>(cp) + r);
           else q[u].x = __ldcs(cp + r);
+        }
+      }
+      if constexpr (Clean) {
+#pragma unroll
+        for (int u = 0; u < kGlobUnroll; ++u) {
+          const std::uint32_t r = r0 + u * kGlobBlock;
+          if (r < units && (q[u].x | q[u].y) != 0) {
+            if (pairs) reinterpret_cast<ulonglong2*>(cp)[r] = make_ulonglong2(0, 0);
+            else cp[r] = 0;
+          }
         }
       }
 #pragma unroll
@@ -330,6 +354,19 @@ std::string bwd_v21_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v21_fixed_point_global");
 }
 
+// How a fixed-point version keeps its counters, for glob_run. v21 to v24 zero them in kernel 1 and
+// round them in kernel 3 (v22 then drops their lines from the L2); v25 and v26 bring others.
+template <bool Discard>
+struct ZeroedCounters {
+  static constexpr bool zero_first = true, marks = false;
+  template <class T>
+  static auto round() { return &bwd_v21_round_kernel<Discard, false, T>; }
+  // Kernel 3's blocks per plane: two cells a thread, kGlobUnroll loads in flight.
+  static std::int64_t round_parts(const Window& w) {
+    return (w.in_plane() + kGlobBlock * kGlobUnroll * 2 - 1) / (kGlobBlock * kGlobUnroll * 2);
+  }
+};
+
 // v21's scatter, for glob_run (v23 brings another).
 struct LaneScatter {
   template <class I, class T>
@@ -337,9 +374,9 @@ struct LaneScatter {
 };
 
 // The three kernels on planes [first, first + group), then the next group of planes, each group's
-// counters at the start of the scratch; Scatter::kernel<I, T>() is the second. v21 takes every
-// plane in one group; v22 and v23 group them.
-template <bool Discard, class Scatter, class I, class T>
+// counters at the start of the scratch; Scatter::kernel<I, T>() is the second, Counters::round<T>()
+// the third. v21 takes every plane in one group; v22 groups them.
+template <class Counters, class Scatter, class I, class T>
 void glob_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigned char* base, const GlobScratch& m,
                  std::int64_t group, std::int64_t cap) {
   const Window& w = a.w;
@@ -353,54 +390,58 @@ void glob_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigne
   auto* counters = reinterpret_cast<unsigned long long*>(base + m.counters);
   auto* parts = reinterpret_cast<FixBits*>(base + m.parts);
   auto* scale = reinterpret_cast<int2*>(base + m.scale);
+  if constexpr (Counters::marks) {
+    g.marks = reinterpret_cast<unsigned*>(base + m.marks);
+    g.mark_words = glob_mark_words(w);
+  }
   // Pairs of cells where every plane starts on a 16-byte counter and an 8-byte dx element.
   const bool pairs = w.in_plane() % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.dx) % 8 == 0;
-  const std::int64_t per_plane = (w.in_plane() + kGlobBlock * kGlobUnroll * 2 - 1) / (kGlobBlock * kGlobUnroll * 2);
+  const std::int64_t per_plane = Counters::round_parts(w);
   for (g.first = 0; g.first < planes; g.first += group) {
     g.count = std::min(group, planes - g.first);
     const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(std::min<std::int64_t>(g.count, 65535)));
-    bwd_v21_scale_kernel<T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, g, parts, counters);
+    bwd_v21_scale_kernel<Counters::zero_first, T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, g, parts, counters);
     TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
     Scatter::template kernel<I, T>()<<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
     TUT_CHECK_LAUNCH("the scatter kernel (bwd_v21_scatter_kernel or bwd_v23_scatter_kernel)");
     const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, kGlobRoundParts)), grid.y);
-    bwd_v21_round_kernel<Discard, T><<<round_grid, kGlobBlock, 0, s>>>(a, g, scale, counters, pairs);
-    TUT_CHECK_LAUNCH("bwd_v21_round_kernel");
+    Counters::template round<T>()<<<round_grid, kGlobBlock, 0, s>>>(a, g, scale, counters, pairs);
+    TUT_CHECK_LAUNCH("the rounding kernel (bwd_v21_round_kernel or bwd_v26_round_kernel)");
   }
 }
 
 // The checks and the launches of a fixed-point version whose launches take `group` planes at most,
 // `cap` blocks per plane.
-template <bool Discard, class Scatter = LaneScatter, class T>
+template <class Counters, class Scatter = LaneScatter, class T>
 void glob_run(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes, const char* who,
               std::int64_t group, std::int64_t cap) {
   static_assert(std::is_same_v<T, float>, "the fixed-point integers are built from float32 bits");
   check_backward(a, who);
   if (const std::string why = fixed_point_refuses(a.w, who); !why.empty()) throw tut::Unsupported(why);
-  const GlobScratch m = glob_scratch(a.w, group, cap);
+  const GlobScratch m = glob_scratch(a.w, group, cap, Counters::marks);
   if (!scratch || scratch_bytes < m.bytes)
     throw std::invalid_argument(std::string(who) + ": needs " + std::to_string(m.bytes) + " bytes of scratch");
-  with_index(a, [&](const auto* idx) { glob_launch<Discard, Scatter>(s, a, idx, static_cast<unsigned char*>(scratch), m, group, cap); });
+  with_index(a, [&](const auto* idx) { glob_launch<Counters, Scatter>(s, a, idx, static_cast<unsigned char*>(scratch), m, group, cap); });
 }
 
 template <class T>
 void bwd_v21_fixed_point_global(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<false>(s, a, scratch, scratch_bytes, "bwd_v21_fixed_point_global", a.w.N * a.w.C, kGlobMaxParts);
+  glob_run<ZeroedCounters<false>>(s, a, scratch, scratch_bytes, "bwd_v21_fixed_point_global", a.w.N * a.w.C, kGlobMaxParts);
 }
 
-// The kernels glob_run<Discard, Scatter> launches, for a version's list: the scale, the scatter for
+// The kernels glob_run<Counters, Scatter> launches, for a version's list: the scale, the scatter for
 // each index format, the rounding.
-template <bool Discard, class Scatter, class T>
+template <class Counters, class Scatter, class T>
 std::vector<const void*> glob_kernels() {
-  const auto scatter = [](auto* kernel) { return reinterpret_cast<const void*>(kernel); };
-  return {TUT_KERNEL(bwd_v21_scale_kernel<T>), scatter(Scatter::template kernel<std::int64_t, T>()),
-          scatter(Scatter::template kernel<std::uint8_t, T>()), scatter(Scatter::template kernel<std::int16_t, T>()),
-          TUT_KERNEL(bwd_v21_round_kernel<Discard, T>)};
+  const auto kernel = [](auto* k) { return reinterpret_cast<const void*>(k); };
+  return {kernel(&bwd_v21_scale_kernel<Counters::zero_first, T>), kernel(Scatter::template kernel<std::int64_t, T>()),
+          kernel(Scatter::template kernel<std::uint8_t, T>()), kernel(Scatter::template kernel<std::int16_t, T>()),
+          kernel(Counters::template round<T>())};
 }
 
 template <class T>
 std::vector<const void*> bwd_v21_kernels() {
-  return glob_kernels<false, LaneScatter, T>();
+  return glob_kernels<ZeroedCounters<false>, LaneScatter, T>();
 }
 
 }  // namespace ch06

@@ -80,13 +80,13 @@ std::string bwd_v22_refuses(const Window& w) {
 
 template <class T, int Share = kL2Share>
 void bwd_v22_l2_plane_groups(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<true>(s, a, scratch, scratch_bytes, "bwd_v22_l2_plane_groups", l2_group_planes(a.w, device_l2_bytes(), Share),
+  glob_run<ZeroedCounters<true>>(s, a, scratch, scratch_bytes, "bwd_v22_l2_plane_groups", l2_group_planes(a.w, device_l2_bytes(), Share),
                  kL2MaxParts);
 }
 
 template <class T>
 std::vector<const void*> bwd_v22_kernels() {
-  return glob_kernels<true, LaneScatter, T>();
+  return glob_kernels<ZeroedCounters<true>, LaneScatter, T>();
 }
 
 }  // namespace ch06

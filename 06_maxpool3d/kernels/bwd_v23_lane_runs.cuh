@@ -85,7 +85,8 @@ __device__ __forceinline__ void glob_term_flat(const Window& w, const GlobArgs& 
   v = ok ? signed_mag : 0;
 }
 
-template <bool Flat, class I, class T>
+// With Mark (v26), each add also sets its cell's bit in the plane's marks.
+template <bool Flat, bool Mark, class I, class T>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v23_scatter_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const GlobArgs g,
                            const FixBits* __restrict__ parts, int2* __restrict__ scale,
@@ -102,8 +103,12 @@ __global__ void __launch_bounds__(kGlobBlock)
       const T* dyp = a.dy + nc * plane_out;
       const I* ip = idx + nc * plane_out;
       unsigned long long* cp = counters + (nc - g.first) * plane_in;
+      unsigned* mp = Mark ? g.marks + (nc - g.first) * g.mark_words : nullptr;
       const auto add = [&](int key, long long v) {
-        if (key >= 0 && v != 0) atomicAdd(cp + key, static_cast<unsigned long long>(v));
+        if (key >= 0 && v != 0) {
+          atomicAdd(cp + key, static_cast<unsigned long long>(v));
+          if constexpr (Mark) atomicOr(mp + (key >> 7), 1u << ((key >> 2) & 31));  // the cell's 4 counters' bit
+        }
       };
       // A warp takes 32 * kRunOutputs consecutive outputs, lane l those from base + kRunOutputs * l;
       // the loop's bounds are the same for the whole warp.
@@ -166,13 +171,14 @@ __global__ void __launch_bounds__(kGlobBlock)
   }
 }
 
-template <bool Flat>
+template <bool Flat, bool Mark = false>
 struct RunScatterOf {
   template <class I, class T>
-  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, I, T>; }
+  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, Mark, I, T>; }
 };
 using RunScatter = RunScatterOf<false>;   // v23's
-using FlatScatter = RunScatterOf<true>;   // v24's
+using FlatScatter = RunScatterOf<true>;   // v24's and v25's
+using MarkScatter = RunScatterOf<true, true>;  // v26's
 
 template <class T>
 std::string bwd_v23_refuses(const Window& w) {
@@ -186,12 +192,12 @@ std::size_t bwd_v23_scratch_bytes(const Window& w) {
 
 template <class T>
 void bwd_v23_lane_runs(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<false, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", a.w.N * a.w.C, kGlobMaxParts);
+  glob_run<ZeroedCounters<false>, RunScatter>(s, a, scratch, scratch_bytes, "bwd_v23_lane_runs", a.w.N * a.w.C, kGlobMaxParts);
 }
 
 template <class T>
 std::vector<const void*> bwd_v23_kernels() {
-  return glob_kernels<false, RunScatter, T>();
+  return glob_kernels<ZeroedCounters<false>, RunScatter, T>();
 }
 
 // bwd v24_flat_terms: v23 with each output's term computed without a branch (glob_term_flat).
@@ -211,12 +217,12 @@ std::string bwd_v24_refuses(const Window& w) {
 
 template <class T>
 void bwd_v24_flat_terms(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
-  glob_run<false, FlatScatter>(s, a, scratch, scratch_bytes, "bwd_v24_flat_terms", a.w.N * a.w.C, kGlobMaxParts);
+  glob_run<ZeroedCounters<false>, FlatScatter>(s, a, scratch, scratch_bytes, "bwd_v24_flat_terms", a.w.N * a.w.C, kGlobMaxParts);
 }
 
 template <class T>
 std::vector<const void*> bwd_v24_kernels() {
-  return glob_kernels<false, FlatScatter, T>();
+  return glob_kernels<ZeroedCounters<false>, FlatScatter, T>();
 }
 
 }  // namespace ch06

@@ -496,7 +496,7 @@ TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run
   CHECK(pick({4, 64, 16, 56, 56}, params({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v2_interior_border);  // overlap 2.25
 }
 
-TEST_CASE("the backward's rule: v20 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v18 (kernel 3), v23 (kernels 5 to 8) or v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
+TEST_CASE("the backward's rule: v20 or v10 where windows do not overlap in NCDHW (v3 or v7 in NDHWC), v9 where they overlap a little, v18 (kernel 3), v25 (kernels 4 to 8) or v15 for stride-1 cubic NCDHW windows, else v6 (undilated, <= 64 D x H slots), else v1") {
   using ch06::BwdPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::bwd_pick(win(shape, p)); };
   const auto idx = [](List k, List s, List p = {0}, List d = {1}, std::string layout = "NCDHW") {
@@ -522,13 +522,13 @@ TEST_CASE("the backward's rule: v20 or v10 where windows do not overlap in NCDHW
   CHECK(pick({4, 64, 16, 56, 56}, idx({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == BwdPick::v9_ordered_tile);  // 1 x 2 x 2
   CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v18_column_walk);        // 27 ranks, stride 1, kernel 3
   CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1}, {1}, 0, "NCDHW", "compact")) == BwdPick::v18_column_walk);
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v23_lane_runs);      // 512 ranks
-  CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v23_lane_runs);
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {4})) == BwdPick::v23_lane_runs); // padding k / 2
-  CHECK(pick({2, 8, 20, 20, 20}, idx({5}, {1}, {2})) == BwdPick::v23_lane_runs);  // kernel 5: 125 ranks
-  CHECK(pick({1, 16, 64, 64, 64}, idx({4}, {1})) == BwdPick::v15_separable_stages);        // kernel 4: v15 was faster
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v25_clean_counters);      // 512 ranks
+  CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v25_clean_counters);
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {4})) == BwdPick::v25_clean_counters); // padding k / 2
+  CHECK(pick({2, 8, 20, 20, 20}, idx({5}, {1}, {2})) == BwdPick::v25_clean_counters);  // kernel 5: 125 ranks
+  CHECK(pick({1, 16, 64, 64, 64}, idx({4}, {1})) == BwdPick::v25_clean_counters);         // kernel 4: 64 ranks
   CHECK(pick({2, 8, 20, 20, 20}, idx({2}, {1})) == BwdPick::v15_separable_stages);         // v9's plan refuses it
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {0}, {1}, "NDHWC")) == BwdPick::v6_staged_tile);  // v15 and v23 read NCDHW only
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {0}, {1}, "NDHWC")) == BwdPick::v6_staged_tile);  // v15 and v25 read NCDHW only
   CHECK(pick({2, 3, 9, 10, 11}, idx({3, 4, 5}, {1, 1, 1}, {1, 2, 2})) == BwdPick::v6_staged_tile);  // not cubic
   CHECK(pick({2, 3, 9, 10, 11}, idx({3}, {1, 2, 1}, {1})) == BwdPick::v6_staged_tile);     // stride 2 along H
   CHECK(pick({1, 2, 40, 40, 40}, idx({9}, {1})) == BwdPick::v1_gather);              // kernel 9: neither v15 nor v6

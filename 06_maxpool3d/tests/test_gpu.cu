@@ -278,7 +278,9 @@ TEST_SUITE("gpu") {
                                (v.name == "v21_fixed_point_global" && !ch06::bwd_v21_refuses<float>(w).empty()) ||
                                (v.name == "v22_l2_plane_groups" && !ch06::bwd_v22_refuses<float>(w).empty()) ||
                                (v.name == "v23_lane_runs" && !ch06::bwd_v23_refuses<float>(w).empty()) ||
-                               (v.name == "v24_flat_terms" && !ch06::bwd_v24_refuses<float>(w).empty());
+                               (v.name == "v24_flat_terms" && !ch06::bwd_v24_refuses<float>(w).empty()) ||
+                               (v.name == "v25_clean_counters" && !ch06::bwd_v25_refuses<float>(w).empty()) ||
+                               (v.name == "v26_marked_sectors" && !ch06::bwd_v26_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -351,6 +353,8 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v22_refuses<float>(w).empty()) names.push_back("v22_l2_plane_groups");
       if (ch06::bwd_v23_refuses<float>(w).empty()) names.push_back("v23_lane_runs");
       if (ch06::bwd_v24_refuses<float>(w).empty()) names.push_back("v24_flat_terms");
+      if (ch06::bwd_v25_refuses<float>(w).empty()) names.push_back("v25_clean_counters");
+      if (ch06::bwd_v26_refuses<float>(w).empty()) names.push_back("v26_marked_sectors");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -361,13 +365,13 @@ TEST_SUITE("gpu") {
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
-      // auto takes v9 or v6 on overlapping windows, v18, v23 or v15 on stride-1 NCDHW ones: their
-      // association (sums of partial sums, or v23's exact sums rounded once) is not v1's, so auto's
+      // auto takes v9 or v6 on overlapping windows, v18, v25 or v15 on stride-1 NCDHW ones: their
+      // association (sums of partial sums, or v25's exact sums rounded once) is not v1's, so auto's
       // bits are compared with the bits of the version its rule names, and their values with v1's
       // within rounding.
       const ch06::BwdPick pick = ch06::bwd_pick(w);
       const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk ||
-                          pick == ch06::BwdPick::v23_lane_runs;
+                          pick == ch06::BwdPick::v25_clean_counters;
       CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
@@ -388,7 +392,8 @@ TEST_SUITE("gpu") {
       CHECK(far == 0);
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
       for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global",
-                                       "v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms"}) {
+                                       "v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms", "v25_clean_counters",
+                                       "v26_marked_sectors"}) {
         if (!first.count(stage_version)) continue;
         const auto st = as_floats(first[stage_version]);
         int st_far = 0, st_apart = 0;
@@ -401,7 +406,8 @@ TEST_SUITE("gpu") {
         MESSAGE(c.name, ": ", std::string(stage_version), " and v1 differ in the last bits at ", st_apart, " elements");
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
-      for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms"})  // exact sums, rounded once
+      for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms", "v25_clean_counters",
+                                "v26_marked_sectors"})  // exact sums, rounded once
         if (first.count(exact)) CHECK(first[exact] == first["v21_fixed_point_global"]);
     }
   }
@@ -976,6 +982,65 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     check_fixed_point("v24_flat_terms", &ch06::bwd_v24_refuses<float>);
   }
+  TEST_CASE("newest rungs: bwd v25 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v25_clean_counters", &ch06::bwd_v25_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v26 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v26_marked_sectors", &ch06::bwd_v26_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v25 and v26 leave their counters and marks zero: one scratch, launch after launch on new indices and dy (a plane that falls back, all-zero dy), each dx v24's bits" *
+            tut::needs_gpu()) {
+    // Their kernel 1 does not zero the counters: each launch must leave the scratch as it found it.
+    // The scratch is kept here across launches, as a trial keeps its workspace; after each launch
+    // its counters and marks are read back and must be all zero, and dx must be what v24 gives on
+    // a fresh scratch.
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    std::vector<Spec> setups = {{{1, 3, 19, 21, 70}, {8}, {1}, {0}, {1}, 0, "NCDHW", "int64"},    // even planes
+                                {{2, 3, 13, 29, 33}, {3}, {1}, {1}, {1}, 0, "NCDHW", "compact"},  // odd planes
+                                {{1, 2, 16, 16, 16}, {5}, {2}, {2}, {1}, 0, "NCDHW", "int64"}};   // planes of 4k cells
+    if (tut::under_sanitizer()) setups.resize(2);
+    for (const auto& setup : setups) {
+      const auto c = ch06::make_pool_case(setup, true);
+      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+      const auto& w = inst->window();
+      const auto dx_bytes = static_cast<std::size_t>(w.in_numel()) * sizeof(float);
+      const auto check = [&](const char* name, bool marks, auto launch) {
+        const auto m = ch06::glob_scratch(w, w.N * w.C, ch06::kGlobMaxParts, marks);
+        tut::DeviceBuffer<unsigned char> scratch(m.bytes);
+        TUT_CUDA(cudaMemset(scratch.data(), 0, scratch.bytes()));
+        for (int round = 0; round < (tut::under_sanitizer() ? 2 : 5); ++round) {
+          INFO(c.name, " ", name, " launch ", round);
+          upload_cells(*inst, forward_cells(w, 50 + round));
+          tut::Random rng(60 + round);
+          std::vector<float> dy(static_cast<std::size_t>(w.out_numel()));
+          for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = round == 3 ? 0.0f : static_cast<float>(rng.unit(i) * 2.0 - 1.0);
+          if (round == 1) {  // plane 0 too wide for 63 bits, with a NaN: it falls back to v1's gather
+            for (std::size_t i = 0; i < static_cast<std::size_t>(w.out_plane()); i += 97) dy[i] = 1.0e-30f;
+            dy[5] = std::numeric_limits<float>::quiet_NaN();
+          }
+          upload(*inst, "dy", dy);
+          const auto want = dx_after(bwd, "v24_flat_terms", *inst);
+          TUT_CUDA(cudaMemset(inst->operand("dx").device(), 0xCD, dx_bytes));
+          launch(scratch);
+          TUT_CUDA(cudaDeviceSynchronize());
+          std::vector<unsigned char> got(dx_bytes);
+          TUT_CUDA(cudaMemcpy(got.data(), inst->operand("dx").device(), dx_bytes, cudaMemcpyDeviceToHost));
+          CHECK(got == want);
+          std::vector<unsigned char> left(m.parts);  // the counters, and v26's marks after them
+          TUT_CUDA(cudaMemcpy(left.data(), scratch.data(), left.size(), cudaMemcpyDeviceToHost));
+          CHECK(std::count(left.begin(), left.end(), 0) == static_cast<std::ptrdiff_t>(left.size()));
+        }
+      };
+      check("v25_clean_counters", false, [&](tut::DeviceBuffer<unsigned char>& s) {
+        ch06::bwd_v25_clean_counters<float>(nullptr, inst->args(), s.data(), s.bytes());
+      });
+      check("v26_marked_sectors", true, [&](tut::DeviceBuffer<unsigned char>& s) {
+        ch06::bwd_v26_marked_sectors<float>(nullptr, inst->args(), s.data(), s.bytes());
+      });
+    }
+  }
   TEST_CASE("newest rungs: bwd v22 in groups of 1, 2, 3 and 4 planes gives v21's bits, with v21's scatter, v23's and v24's, a plane that falls back included, every dx element written" *
             tut::needs_gpu()) {
     // The suite's shapes make one group on a 50 MB L2; here the launches take a few planes each,
@@ -1005,7 +1070,7 @@ TEST_SUITE("gpu") {
         TUT_CUDA(cudaMemset(scratch.data(), 0xCD, scratch.bytes()));  // the counters start as garbage
         TUT_CUDA(cudaMemset(inst->operand("dx").device(), 0xCD, dx_bytes));
         const auto launch = [&](std::size_t bytes) {
-          ch06::glob_run<true, Scatter>(nullptr, inst->args(), scratch.data(), bytes, name, group, ch06::kL2MaxParts);
+          ch06::glob_run<ch06::ZeroedCounters<true>, Scatter>(nullptr, inst->args(), scratch.data(), bytes, name, group, ch06::kL2MaxParts);
         };
         launch(scratch.bytes());
         TUT_CUDA(cudaDeviceSynchronize());

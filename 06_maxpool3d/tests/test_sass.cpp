@@ -342,8 +342,8 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
           doctest::skip(kNoCuobjdump)) {
   // A lane's runs are added where they close: inside the lane (one site per later output of its 4),
   // its first run, and its last; the warp's scan is a chain of SHFL.UP as in v21.
-  for (const char* name : {"bwd_v23_scatter_kernel<false, long, float>", "bwd_v23_scatter_kernel<false, unsigned char, float>",
-                           "bwd_v23_scatter_kernel<false, short, float>"}) {
+  for (const char* name : {"bwd_v23_scatter_kernel<false, false, long, float>", "bwd_v23_scatter_kernel<false, false, unsigned char, float>",
+                           "bwd_v23_scatter_kernel<false, false, short, float>"}) {
     const auto& k = kernel(name);
     INFO(k.name);
     CHECK(tut::count_opcode(k, "REDG.E.ADD.64") >= 2);
@@ -352,9 +352,9 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
     CHECK(spills(k) == 0);
   }
   // discard.global.L2 is CCTL.E.RML2 on sm_90: in v22's rounding, not in v21's (which v23 takes).
-  const auto& round = kernel("bwd_v21_round_kernel<true, float>");
+  const auto& round = kernel("bwd_v21_round_kernel<true, false, float>");
   CHECK(tut::count_opcode(round, "CCTL.E.RML2") == 1);
-  CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, float>"), "CCTL") == 0);
+  CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, false, float>"), "CCTL") == 0);
   CHECK(spills(round) == 0);
 }
 
@@ -363,8 +363,8 @@ TEST_CASE("bwd v24's scatter computes each term without a branch: fewer reconver
   // glob_term returns early at each check; glob_term_flat selects once. On sm_90 with nvcc 13.0,
   // v23's scatter for the int64 index has 976 instructions with 17 BSSY, v24's 888 with 8.
   for (const char* index : {"long", "unsigned char", "short"}) {
-    const auto& v23 = kernel(std::string("bwd_v23_scatter_kernel<false, ") + index + ", float>");
-    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, ") + index + ", float>");
+    const auto& v23 = kernel(std::string("bwd_v23_scatter_kernel<false, false, ") + index + ", float>");
+    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, false, ") + index + ", float>");
     INFO(v24.name);
     CHECK(tut::count_opcode(v24, "BSSY") < tut::count_opcode(v23, "BSSY"));
     CHECK(v24.code.size() < v23.code.size());
@@ -372,6 +372,27 @@ TEST_CASE("bwd v24's scatter computes each term without a branch: fewer reconver
     CHECK(tut::count_opcode(v24, "REDG.E.ADD.F") + tut::count_opcode(v24, "ATOM") == 0);
     CHECK(spills(v24) == 0);
   }
+}
+
+TEST_CASE("bwd v25 and v26 do not zero their counters in kernel 1; v26's scatter sets a mark beside each add, and its rounding stores dx 16 bytes at a time" *
+          doctest::skip(kNoCuobjdump)) {
+  // v21's kernel 1 zeroes the counters with 16-byte stores; v25's (Zero false) stores only its partial.
+  CHECK(tut::count_memory_ops(kernel("bwd_v21_scale_kernel<true, float>"), "STG", 128) >= 1);
+  CHECK(tut::count_memory_ops(kernel("bwd_v21_scale_kernel<false, float>"), "STG", 128) == 0);
+  for (const char* index : {"long", "unsigned char", "short"}) {
+    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, false, ") + index + ", float>");
+    const auto& v26 = kernel(std::string("bwd_v23_scatter_kernel<true, true, ") + index + ", float>");
+    INFO(v26.name);
+    // atomicOr with its result unused: a reduction (RED.E.OR), one beside each 64-bit add.
+    CHECK(tut::count_opcode(v24, "REDG.E.OR") == 0);
+    CHECK(tut::count_opcode(v26, "REDG.E.OR") == tut::count_opcode(v26, "REDG.E.ADD.64"));
+    CHECK(tut::count_opcode(v26, "ATOM") == 0);
+    CHECK(spills(v26) == 0);
+  }
+  const auto& round = kernel("bwd_v26_round_kernel<float>");
+  CHECK(tut::count_memory_ops(round, "STG", 128) >= 1);  // dx, 4 cells a lane
+  CHECK(tut::count_opcode(round, "RED") + tut::count_opcode(round, "ATOM") == 0);
+  CHECK(spills(round) == 0);
 }
 
 TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and has no atomics or spills" *
