@@ -101,10 +101,10 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      than about 27 binades, takes v1's gather inside v23, which is slower. Since then v25, v23 with
 //      v24's branch-free terms and counters its rounding leaves zero (kernel 1 only reads dy), in
 //      place of v23 and on kernel 4 too: in one process per kernel
-//      (results/NVIDIA_H200.v25_sweep_k*.json) 0.0549, 0.0492, 0.0494, 0.0466 and 0.0463 ms on
-//      kernels 4 to 8 against v24's 0.0608, 0.0575, 0.0549, 0.0515 and 0.0507 and v15's 0.0638 on
-//      kernel 4; on kernel 3 0.0655 against v18's 0.0566 (v18 stays). Raced on kernel 8, 0.996x
-//      PyTorch (1.020x compact) where v24 ran 0.859x (0.897x) (results/NVIDIA_H200.v25_race.txt).
+//      (results/NVIDIA_H200.v25_sweep.txt) 0.0549, 0.0492, 0.0495, 0.0463 and 0.0455 ms on
+//      kernels 4 to 8 against v24's 0.0609, 0.0575, 0.0542, 0.0513 and 0.0507 and v15's 0.0631 on
+//      kernel 4; on kernel 3 0.0659 against v18's 0.0569 (v18 stays). Raced on kernel 8, 1.011x
+//      PyTorch (1.044x compact) where v24 ran 0.859x (0.897x) (results/NVIDIA_H200.v25_race.txt).
 //      v26, v25 with a bit per 4 cells so that the rounding reads only reached counters, lost to
 //      it on every kernel: not a choice;
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule

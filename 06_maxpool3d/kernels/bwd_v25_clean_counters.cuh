@@ -25,6 +25,19 @@
 // dx's 16.8 MB of stores and about 4 % of the counters, about 5 us; the scatter within a few percent
 // of v24's (v26: one more reduction per add). So v25 about 0.97x PyTorch and v26 about 1.3x.
 //
+// Measured (H200; kernel times with the L2 kept, all three versions in one session,
+// results/forms/v25_first.kept.ncu.csv; races results/NVIDIA_H200.v25_race.txt; sweep
+// results/NVIDIA_H200.v25_sweep.txt):
+//   v25: kernel 1 8.0 us (v24 17.0), the scatter 21.5 (v24 19.7), the rounding 15.0 (v24 12.8):
+//        kernel 1 halved, not quartered. Raced 1.011x PyTorch (1.044x compact) where v24 ran
+//        0.859x (0.897x). The fastest deterministic version on kernels 4 to 8 of the sweep, so auto
+//        takes it there. On kernel 3 stride 1 it lost to v24 (0.700x against 0.754x): an eighth of
+//        the cells are reached there, and the rounding's stores of zeros took it from v24's 52.9 us
+//        to 114.6 (results/forms/v25_first_s1.kept.ncu.csv).
+//   v26: the rounding read 1.0 MB from DRAM (v25 23.6) but took 12.0 us, and the scatter took 33.7
+//        us: raced 0.864x (0.943x compact), behind v25 on every kernel of the sweep. Wrong; auto
+//        does not take it.
+//
 // Limits: v21's. Scratch: v21's, and for v26 a bit per 4 cells of every plane.
 #pragma once
 
