@@ -36,7 +36,10 @@
 //        to 114.6 (results/forms/v25_first_s1.kept.ncu.csv).
 //   v26: the rounding read 1.0 MB from DRAM (v25 23.6) but took 12.0 us, and the scatter took 33.7
 //        us: raced 0.864x (0.943x compact), behind v25 on every kernel of the sweep. Wrong; auto
-//        does not take it.
+//        does not take it. Its scatter issued 7 % more instructions than v25's at the same
+//        occupancy, and its warps waited on loads 38.9 % of the time against 24.1 %
+//        (results/NVIDIA_H200.v26.ncu.txt); the reductions themselves hold 0.9 % of the stall
+//        samples (.v26_source.txt).
 //
 // Limits: v21's. Scratch: v21's, and for v26 a bit per 4 cells of every plane.
 #pragma once
