@@ -72,11 +72,12 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
-    # bwd v26 (v25 with marks: only reached counters read), v25 (counters left zero, none zeroed
+    # bwd v27 (v25 with its first loads early and 8 in flight in the rounding), v26 (v25 with
+    # marks: only reached counters read), v25 (counters left zero, none zeroed
     # first), v24 (v23's terms without branches), v23 (v21 with a lane's runs added in registers)
     # and v22 (v21 a group of planes at a time): v21's cases.
-    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v26_marked_sectors", "v25_clean_counters", "v24_flat_terms", "v23_lane_runs",
-                                              "v22_l2_plane_groups"]),
+    ("bwd_k8s1", B, K8S1 + " indices=int64", ["v27_early_loads", "v26_marked_sectors", "v25_clean_counters", "v24_flat_terms",
+                                              "v23_lane_runs", "v22_l2_plane_groups"]),
     ("bwd_k8s1_compact", B, K8S1 + " indices=compact", ["v26_marked_sectors", "v25_clean_counters", "v24_flat_terms",
                                                         "v23_lane_runs", "v22_l2_plane_groups"]),
     ("bwd_s1", B, S1 + " indices=int64", ["v26_marked_sectors", "v25_clean_counters", "v24_flat_terms", "v23_lane_runs",

@@ -323,6 +323,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v26_marked_sectors", "deterministic, NCDHW, undilated: v25 with a bit per 4 cells set beside each add, so that the rounding reads only the counters some output reached",
                                   &bwd_v26_marked_sectors<T>, &bwd_v26_scratch_bytes<T>, bwd_v26_kernels<T>(),
                                   &bwd_v26_refuses<T>),
+      backward_scratch_version<T>("v27_early_loads", "deterministic, NCDHW, undilated: v25 with each warp's first outputs loaded before the wait for the plane's scale, and 8 loads in flight a thread in the rounding",
+                                  &bwd_v27_early_loads<T>, &bwd_v25_scratch_bytes<T>, bwd_v27_kernels<T>(),
+                                  &bwd_v27_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

@@ -282,8 +282,9 @@ __device__ __forceinline__ void discard_l2_line(const void* line) {
 // kGlobUnroll loads in flight. With Discard (v22), the block then drops from the L2 the whole
 // 128-byte lines of counters it read, so that they are never written back to DRAM: the next launch
 // zeroes them again. With Clean (v25), each load of counters that is not zero is followed by a store
-// of zeros there, so that the launch leaves every counter zero for the next one.
-template <bool Discard, bool Clean, class T>
+// of zeros there, so that the launch leaves every counter zero for the next one. Unroll: the loads a
+// thread has in flight (v27: 8).
+template <bool Discard, bool Clean, class T, int Unroll = kGlobUnroll>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v21_round_kernel(const BackwardArgs<T> a, const GlobArgs g, const int2* __restrict__ scale,
                          unsigned long long* __restrict__ counters, bool pairs) {
@@ -292,7 +293,7 @@ __global__ void __launch_bounds__(kGlobBlock)
   const auto plane_in = static_cast<std::uint32_t>(w.in_plane());
   const int per = pairs ? 2 : 1;
   const std::uint32_t units = plane_in / per;  // whole pairs, or cells
-  constexpr std::uint32_t chunk = kGlobBlock * kGlobUnroll;  // a block's units per step
+  constexpr std::uint32_t chunk = kGlobBlock * Unroll;  // a block's units per step
   for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
     const int2 sc = scale[nc];
     const std::int64_t ibase = nc * plane_in;
@@ -303,9 +304,9 @@ __global__ void __launch_bounds__(kGlobBlock)
       continue;
     }
     for (std::uint32_t r0 = blockIdx.x * chunk + threadIdx.x; r0 < units; r0 += gridDim.x * chunk) {
-      ulonglong2 q[kGlobUnroll];
+      ulonglong2 q[Unroll];
 #pragma unroll
-      for (int u = 0; u < kGlobUnroll; ++u) {
+      for (int u = 0; u < Unroll; ++u) {
         const std::uint32_t r = r0 + u * kGlobBlock;
         q[u] = make_ulonglong2(0, 0);
         if (r < units) {
@@ -316,7 +317,7 @@ __global__ void __launch_bounds__(kGlobBlock)
       }
       if constexpr (Clean) {
 #pragma unroll
-        for (int u = 0; u < kGlobUnroll; ++u) {
+        for (int u = 0; u < Unroll; ++u) {
           const std::uint32_t r = r0 + u * kGlobBlock;
           if (r < units && (q[u].x | q[u].y) != 0) {
             if (pairs) reinterpret_cast<ulonglong2*>(cp)[r] = make_ulonglong2(0, 0);
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(kGlobBlock)
         }
       }
 #pragma unroll
-      for (int u = 0; u < kGlobUnroll; ++u) {
+      for (int u = 0; u < Unroll; ++u) {
         const std::uint32_t r = r0 + u * kGlobBlock;
         if (r >= units) break;
         const float lo = fixed_to_float(static_cast<long long>(q[u].x), sc.x);
@@ -355,6 +356,12 @@ std::string bwd_v21_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v21_fixed_point_global");
 }
 
+// Kernel 3's blocks per plane when a thread has `unroll` loads of two cells in flight.
+inline std::int64_t glob_round_parts(const Window& w, int unroll) {
+  const std::int64_t per_block = std::int64_t{kGlobBlock} * unroll * 2;
+  return (w.in_plane() + per_block - 1) / per_block;
+}
+
 // How a fixed-point version keeps its counters, for glob_run. v21 to v24 zero them in kernel 1 and
 // round them in kernel 3 (v22 then drops their lines from the L2); v25 and v26 bring others.
 template <bool Discard>
@@ -363,9 +370,7 @@ struct ZeroedCounters {
   template <class T>
   static auto round() { return &bwd_v21_round_kernel<Discard, false, T>; }
   // Kernel 3's blocks per plane: two cells a thread, kGlobUnroll loads in flight.
-  static std::int64_t round_parts(const Window& w) {
-    return (w.in_plane() + kGlobBlock * kGlobUnroll * 2 - 1) / (kGlobBlock * kGlobUnroll * 2);
-  }
+  static std::int64_t round_parts(const Window& w) { return glob_round_parts(w, kGlobUnroll); }
 };
 
 // v21's scatter, for glob_run (v23 brings another).

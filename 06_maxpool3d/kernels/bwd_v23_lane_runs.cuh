@@ -85,8 +85,9 @@ __device__ __forceinline__ void glob_term_flat(const Window& w, const GlobArgs& 
   v = ok ? signed_mag : 0;
 }
 
-// With Mark (v26), each add also sets its cell's bit in the plane's marks.
-template <bool Flat, bool Mark, class I, class T>
+// With Mark (v26), each add also sets its cell's bit in the plane's marks. With Early (v27), a
+// warp's first outputs of a plane are loaded before the block waits for the plane's scale.
+template <bool Flat, bool Mark, bool Early, class I, class T>
 __global__ void __launch_bounds__(kGlobBlock)
     bwd_v23_scatter_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const GlobArgs g,
                            const FixBits* __restrict__ parts, int2* __restrict__ scale,
@@ -97,6 +98,16 @@ __global__ void __launch_bounds__(kGlobBlock)
   const auto plane_out = static_cast<std::uint32_t>(w.out_plane());
   const std::int64_t plane_in = w.in_plane();
   for (std::int64_t nc = g.first + blockIdx.y; nc < g.first + g.count; nc += gridDim.y) {
+    [[maybe_unused]] I early_ix[kRunOutputs];
+    [[maybe_unused]] T early_y[kRunOutputs];
+    if constexpr (Early) {  // the warp's first outputs, in flight across the barrier below
+      const std::uint32_t r0 = ((blockIdx.x * kGlobBlock + tid) & ~31u) * kRunOutputs + kRunOutputs * lane;
+#pragma unroll
+      for (int j = 0; j < kRunOutputs; ++j) {
+        early_ix[j] = r0 + j < plane_out ? __ldcs(idx + nc * plane_out + r0 + j) : I(0);
+        early_y[j] = r0 + j < plane_out ? __ldcs(a.dy + nc * plane_out + r0 + j) : T(0);
+      }
+    }
     glob_plane_scale(parts, g, nc, scale, plane_scale);
     const int unit = plane_scale.x;
     if (plane_scale.y) {
@@ -117,10 +128,15 @@ __global__ void __launch_bounds__(kGlobBlock)
         const std::uint32_t r0 = base + kRunOutputs * lane;
         I ix[kRunOutputs];
         T y[kRunOutputs];
+        if (Early && base == ((blockIdx.x * kGlobBlock + tid) & ~31u) * kRunOutputs) {
 #pragma unroll
-        for (int j = 0; j < kRunOutputs; ++j) {  // read once: evict-first
-          ix[j] = r0 + j < plane_out ? __ldcs(ip + r0 + j) : I(0);
-          y[j] = r0 + j < plane_out ? __ldcs(dyp + r0 + j) : T(0);
+          for (int j = 0; j < kRunOutputs; ++j) ix[j] = early_ix[j], y[j] = early_y[j];
+        } else {
+#pragma unroll
+          for (int j = 0; j < kRunOutputs; ++j) {  // read once: evict-first
+            ix[j] = r0 + j < plane_out ? __ldcs(ip + r0 + j) : I(0);
+            y[j] = r0 + j < plane_out ? __ldcs(dyp + r0 + j) : T(0);
+          }
         }
         int od = 0, oh = 0, ow = 0;
         if (r0 < plane_out) {
@@ -171,14 +187,15 @@ __global__ void __launch_bounds__(kGlobBlock)
   }
 }
 
-template <bool Flat, bool Mark = false>
+template <bool Flat, bool Mark = false, bool Early = false>
 struct RunScatterOf {
   template <class I, class T>
-  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, Mark, I, T>; }
+  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, Mark, Early, I, T>; }
 };
 using RunScatter = RunScatterOf<false>;   // v23's
 using FlatScatter = RunScatterOf<true>;   // v24's and v25's
 using MarkScatter = RunScatterOf<true, true>;  // v26's
+using EarlyScatter = RunScatterOf<true, false, true>;  // v27's
 
 template <class T>
 std::string bwd_v23_refuses(const Window& w) {

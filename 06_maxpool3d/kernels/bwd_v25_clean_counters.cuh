@@ -139,13 +139,16 @@ __global__ void __launch_bounds__(kGlobBlock)
   }
 }
 
-// v25's counters: not zeroed first, left zero by v21's rounding with Clean.
-struct CleanCounters {
+// v25's counters: not zeroed first, left zero by v21's rounding with Clean, Unroll loads of two
+// cells in flight a thread (v27: 8).
+template <int Unroll = kGlobUnroll>
+struct CleanCountersOf {
   static constexpr bool zero_first = false, marks = false;
   template <class T>
-  static auto round() { return &bwd_v21_round_kernel<false, true, T>; }
-  static std::int64_t round_parts(const Window& w) { return ZeroedCounters<false>::round_parts(w); }
+  static auto round() { return &bwd_v21_round_kernel<false, true, T, Unroll>; }
+  static std::int64_t round_parts(const Window& w) { return glob_round_parts(w, Unroll); }
 };
+using CleanCounters = CleanCountersOf<>;
 
 // v26's: the same, with marks; kernel 3 a warp per kMarkWordsPerWarp words.
 struct MarkedCounters {
@@ -196,6 +199,33 @@ void bwd_v26_marked_sectors(cudaStream_t s, const BackwardArgs<T>& a, void* scra
 template <class T>
 std::vector<const void*> bwd_v26_kernels() {
   return glob_kernels<MarkedCounters, MarkScatter, T>();
+}
+
+// bwd v27_early_loads: v25 with nothing waiting on one thing at a time.
+// Why (H200, kernel 8 stride 1; results/NVIDIA_H200.v26.ncu.txt): v25's scatter stalled at a
+// barrier 14.8 % of the time, its warps waiting while warp 0 merged the plane's 64 partials into the
+// scale before any output was loaded; its rounding waited on a load 66.3 % of the time, a thread
+// with 4 loads of 16 bytes in flight.
+// How: the scatter loads each warp's first 128 outputs of a plane before the block's barrier on the
+// scale (EarlyScatter), and the rounding keeps 8 loads in flight a thread instead of 4, half the
+// blocks (CleanCountersOf<8>). Every sum is v25's: the same bits.
+// Prediction (before any run): the scatter's 20.5 us and the rounding's 15.6 us (caches flushed)
+// each down by 1 to 2 us; about 1.05x PyTorch on kernel 8 stride 1.
+template <class T>
+std::string bwd_v27_refuses(const Window& w) {
+  return fixed_point_refuses(w, "bwd_v27_early_loads");
+}
+
+using DeepCleanCounters = CleanCountersOf<2 * kGlobUnroll>;
+
+template <class T>
+void bwd_v27_early_loads(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
+  glob_run<DeepCleanCounters, EarlyScatter>(s, a, scratch, scratch_bytes, "bwd_v27_early_loads", a.w.N * a.w.C, kGlobMaxParts);
+}
+
+template <class T>
+std::vector<const void*> bwd_v27_kernels() {
+  return glob_kernels<DeepCleanCounters, EarlyScatter, T>();
 }
 
 }  // namespace ch06

@@ -280,7 +280,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v23_lane_runs" && !ch06::bwd_v23_refuses<float>(w).empty()) ||
                                (v.name == "v24_flat_terms" && !ch06::bwd_v24_refuses<float>(w).empty()) ||
                                (v.name == "v25_clean_counters" && !ch06::bwd_v25_refuses<float>(w).empty()) ||
-                               (v.name == "v26_marked_sectors" && !ch06::bwd_v26_refuses<float>(w).empty());
+                               (v.name == "v26_marked_sectors" && !ch06::bwd_v26_refuses<float>(w).empty()) ||
+                               (v.name == "v27_early_loads" && !ch06::bwd_v27_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -355,6 +356,7 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v24_refuses<float>(w).empty()) names.push_back("v24_flat_terms");
       if (ch06::bwd_v25_refuses<float>(w).empty()) names.push_back("v25_clean_counters");
       if (ch06::bwd_v26_refuses<float>(w).empty()) names.push_back("v26_marked_sectors");
+      if (ch06::bwd_v27_refuses<float>(w).empty()) names.push_back("v27_early_loads");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -393,7 +395,7 @@ TEST_SUITE("gpu") {
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
       for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global",
                                        "v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms", "v25_clean_counters",
-                                       "v26_marked_sectors"}) {
+                                       "v26_marked_sectors", "v27_early_loads"}) {
         if (!first.count(stage_version)) continue;
         const auto st = as_floats(first[stage_version]);
         int st_far = 0, st_apart = 0;
@@ -407,7 +409,7 @@ TEST_SUITE("gpu") {
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
       for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms", "v25_clean_counters",
-                                "v26_marked_sectors"})  // exact sums, rounded once
+                                "v26_marked_sectors", "v27_early_loads"})  // exact sums, rounded once
         if (first.count(exact)) CHECK(first[exact] == first["v21_fixed_point_global"]);
     }
   }
@@ -990,7 +992,11 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     check_fixed_point("v26_marked_sectors", &ch06::bwd_v26_refuses<float>);
   }
-  TEST_CASE("newest rungs: bwd v25 and v26 leave their counters and marks zero: one scratch, launch after launch on new indices and dy (a plane that falls back, all-zero dy), each dx v24's bits" *
+  TEST_CASE("newest rungs: bwd v27 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v27_early_loads", &ch06::bwd_v27_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v25, v26 and v27 leave their counters and marks zero: one scratch, launch after launch on new indices and dy (a plane that falls back, all-zero dy), each dx v24's bits" *
             tut::needs_gpu()) {
     // Their kernel 1 does not zero the counters: each launch must leave the scratch as it found it.
     // The scratch is kept here across launches, as a trial keeps its workspace; after each launch
@@ -1038,6 +1044,9 @@ TEST_SUITE("gpu") {
       });
       check("v26_marked_sectors", true, [&](tut::DeviceBuffer<unsigned char>& s) {
         ch06::bwd_v26_marked_sectors<float>(nullptr, inst->args(), s.data(), s.bytes());
+      });
+      check("v27_early_loads", false, [&](tut::DeviceBuffer<unsigned char>& s) {
+        ch06::bwd_v27_early_loads<float>(nullptr, inst->args(), s.data(), s.bytes());
       });
     }
   }

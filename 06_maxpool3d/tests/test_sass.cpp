@@ -342,8 +342,8 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
           doctest::skip(kNoCuobjdump)) {
   // A lane's runs are added where they close: inside the lane (one site per later output of its 4),
   // its first run, and its last; the warp's scan is a chain of SHFL.UP as in v21.
-  for (const char* name : {"bwd_v23_scatter_kernel<false, false, long, float>", "bwd_v23_scatter_kernel<false, false, unsigned char, float>",
-                           "bwd_v23_scatter_kernel<false, false, short, float>"}) {
+  for (const char* name : {"bwd_v23_scatter_kernel<false, false, false, long, float>", "bwd_v23_scatter_kernel<false, false, false, unsigned char, float>",
+                           "bwd_v23_scatter_kernel<false, false, false, short, float>"}) {
     const auto& k = kernel(name);
     INFO(k.name);
     CHECK(tut::count_opcode(k, "REDG.E.ADD.64") >= 2);
@@ -352,9 +352,9 @@ TEST_CASE("bwd v23 adds each run's 64-bit integer with a native global reduction
     CHECK(spills(k) == 0);
   }
   // discard.global.L2 is CCTL.E.RML2 on sm_90: in v22's rounding, not in v21's (which v23 takes).
-  const auto& round = kernel("bwd_v21_round_kernel<true, false, float>");
+  const auto& round = kernel("bwd_v21_round_kernel<true, false, float, 4>");
   CHECK(tut::count_opcode(round, "CCTL.E.RML2") == 1);
-  CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, false, float>"), "CCTL") == 0);
+  CHECK(tut::count_opcode(kernel("bwd_v21_round_kernel<false, false, float, 4>"), "CCTL") == 0);
   CHECK(spills(round) == 0);
 }
 
@@ -363,8 +363,8 @@ TEST_CASE("bwd v24's scatter computes each term without a branch: fewer reconver
   // glob_term returns early at each check; glob_term_flat selects once. On sm_90 with nvcc 13.0,
   // v23's scatter for the int64 index has 976 instructions with 17 BSSY, v24's 888 with 8.
   for (const char* index : {"long", "unsigned char", "short"}) {
-    const auto& v23 = kernel(std::string("bwd_v23_scatter_kernel<false, false, ") + index + ", float>");
-    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, false, ") + index + ", float>");
+    const auto& v23 = kernel(std::string("bwd_v23_scatter_kernel<false, false, false, ") + index + ", float>");
+    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, false, false, ") + index + ", float>");
     INFO(v24.name);
     CHECK(tut::count_opcode(v24, "BSSY") < tut::count_opcode(v23, "BSSY"));
     CHECK(v24.code.size() < v23.code.size());
@@ -380,8 +380,8 @@ TEST_CASE("bwd v25 and v26 do not zero their counters in kernel 1; v26's scatter
   CHECK(tut::count_memory_ops(kernel("bwd_v21_scale_kernel<true, float>"), "STG", 128) >= 1);
   CHECK(tut::count_memory_ops(kernel("bwd_v21_scale_kernel<false, float>"), "STG", 128) == 0);
   for (const char* index : {"long", "unsigned char", "short"}) {
-    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, false, ") + index + ", float>");
-    const auto& v26 = kernel(std::string("bwd_v23_scatter_kernel<true, true, ") + index + ", float>");
+    const auto& v24 = kernel(std::string("bwd_v23_scatter_kernel<true, false, false, ") + index + ", float>");
+    const auto& v26 = kernel(std::string("bwd_v23_scatter_kernel<true, true, false, ") + index + ", float>");
     INFO(v26.name);
     // atomicOr with its result unused: a reduction (RED.E.OR), one beside each 64-bit add.
     CHECK(tut::count_opcode(v24, "REDG.E.OR") == 0);
@@ -389,6 +389,9 @@ TEST_CASE("bwd v25 and v26 do not zero their counters in kernel 1; v26's scatter
     CHECK(tut::count_opcode(v26, "ATOM") == 0);
     CHECK(spills(v26) == 0);
   }
+  for (const char* index : {"long", "unsigned char", "short"})  // v27's scatter: v25's, its first loads earlier
+    CHECK(spills(kernel(std::string("bwd_v23_scatter_kernel<true, false, true, ") + index + ", float>")) == 0);
+  CHECK(spills(kernel("bwd_v21_round_kernel<false, true, float, 8>")) == 0);
   const auto& round = kernel("bwd_v26_round_kernel<float>");
   CHECK(tut::count_memory_ops(round, "STG", 128) >= 1);  // dx, 4 cells a lane
   CHECK(tut::count_opcode(round, "RED") + tut::count_opcode(round, "ATOM") == 0);
