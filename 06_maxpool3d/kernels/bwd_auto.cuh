@@ -15,8 +15,8 @@
 //      registers; on kernels 4 to 8 v25, exact fixed-point integers added to a counter per cell in
 //      global memory, a lane's runs added in registers first, the counters left zero by the launch
 //      (auto then needs v25's scratch, 8 bytes per dx element, zeroed once when allocated and kept
-//      by the caller between launches; v21 to v24 zero their counters first, and v26 also marks
-//      them: they lost to it, not choices);
+//      by the caller between launches; v21 to v24 zero their counters first, v26 also marks them,
+//      v27 issues its loads earlier: they lost to it, not choices);
 //   5. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   6. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.

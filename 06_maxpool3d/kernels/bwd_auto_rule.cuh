@@ -106,7 +106,8 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      kernel 4; on kernel 3 0.0659 against v18's 0.0569 (v18 stays). Raced on kernel 8, 1.011x
 //      PyTorch (1.044x compact) where v24 ran 0.859x (0.897x) (results/NVIDIA_H200.v25_race.txt).
 //      v26, v25 with a bit per 4 cells so that the rounding reads only reached counters, lost to
-//      it on every kernel: not a choice;
+//      it on every kernel, and v27, v25 with its loads issued earlier, lost on kernels 6 and 8
+//      (results/forms/v27.*): not choices;
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
 //      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,

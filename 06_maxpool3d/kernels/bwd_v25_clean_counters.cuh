@@ -211,6 +211,10 @@ std::vector<const void*> bwd_v26_kernels() {
 // blocks (CleanCountersOf<8>). Every sum is v25's: the same bits.
 // Prediction (before any run): the scatter's 20.5 us and the rounding's 15.6 us (caches flushed)
 // each down by 1 to 2 us; about 1.05x PyTorch on kernel 8 stride 1.
+// Measured (H200, results/forms/v27.*, the L2 kept, one session): wrong on both. The scatter took
+// 24.6 us against v25's 21.4, the rounding 15.7 against 15.1; raced 0.949x PyTorch where v25 ran
+// 0.986x (0.979x and 1.032x compact); slower than v25 on kernels 6 and 8, level on 4. Auto does not
+// take it.
 template <class T>
 std::string bwd_v27_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v27_early_loads");
