@@ -35,6 +35,7 @@
 #include "kernels/fwd_v9_two_launches.cuh"
 #include "kernels/fwd_v10_cluster_narrow.cuh"
 #include "kernels/fwd_v11_early_loads.cuh"
+#include "kernels/fwd_v12_resident.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -210,6 +211,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v9, the pass's loads issued before its wait, x staged by cp.async, merges batched",
                                             &fwd_v11_early_loads<T, kAdd>, &fwd_v11_scratch_bytes<T>,
                                             fwd_v11_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v12_resident",
+                                            "x held in shared memory (bulk copies), one grid barrier, every block merges",
+                                            &fwd_v12_resident<T, kAdd>, &fwd_v12_scratch_bytes<T>,
+                                            fwd_v12_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -127,6 +127,15 @@ void check_v9(const tut::Problem<Inst>& p, const char* name = "v9_two_launches")
   tut::check_offsets(q, small_shapes(p));
 }
 
+// v12's cuts beyond shapes(): C = 64, its largest, and C = 65, past it (v5 runs); one element past
+// the last 16-byte line (1x5x3x3 float: the copy engine takes 176 bytes, a thread the last 4);
+// fewer units than pieces (2x16x3x1); a unit of lcm(48, 32) = 96 elements; C = 1 with 1024 row
+// groups; and the shapes it was made for.
+template <class Inst>
+std::vector<tut::Case> v12_shapes(const tut::Problem<Inst>& p) {
+  return shapes_plus(p, {{4, 64, 9, 11}, {3, 65, 5, 5}, {1, 5, 3, 3}, {2, 16, 3, 1}, {6, 48, 33, 35}, {2, 1, 300, 301}});
+}
+
 // Each library version's verdict on case c, as a message.
 template <class Inst>
 void report_peers(const tut::Problem<Inst>& p, const tut::Case& c) {
@@ -228,6 +237,18 @@ TEST_SUITE("gpu") {
     check_v9(bn_add_relu_f32(), "v11_early_loads");
     check_v9(bn_relu_f16(), "v11_early_loads");
     check_v9(bn_add_relu_f16(), "v11_early_loads");
+  }
+
+  TEST_CASE("v12_resident: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    const auto check = [](const auto& p) {
+      const auto q = only(p, "v12_resident");
+      tut::check_cases(q, v12_shapes(p));
+      tut::check_offsets(q, small_shapes(p));
+    };
+    check(bn_relu_f32());
+    check(bn_add_relu_f32());
+    check(bn_relu_f16());
+    check(bn_add_relu_f16());
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
