@@ -12,14 +12,17 @@
 //   contiguous chunk (a whole number of units of lcm(C, 32) elements: whole rows, so that element
 //   i of the chunk is channel i % C, and whole mask words) and one thread asks the copy engine for
 //   it in four pieces: every byte of x is requested in the first microsecond and no thread holds a
-//   register while it arrives. The threads take each piece's statistics as it lands: thread t is
-//   channel t % C of row group t / C, and reads every (1024 / C)-th row, one float per row, so a
-//   warp reads 32 consecutive floats (no bank conflict). Welford per thread, then Chan's merge in
-//   a tree over the groups. In the Add form the chunk of r is meanwhile prefetched into the L2.
+//   register while it arrives (the warps sleep on the pieces' barriers). The threads take each
+//   piece's sums as it lands: thread t is channel t % C of row group t / C and reads every
+//   (1024 / C)-th row, one value per row, so a warp reads consecutive values (no bank conflict);
+//   it sums deviations from its own first value (res_phase1 says why that keeps the variance),
+//   and Chan's merge combines the threads in a tree. In the Add form the chunk of r is meanwhile
+//   prefetched into the L2.
 //   Phase 2. No second barrier: every block merges all blocks' partials itself (132 x C float4,
 //   67 KB at C = 32, from the L2), in the same order, so every block gets the same bits; block 0
 //   writes the saved and running statistics.
-//   Phase 3. Every pack comes from shared memory; each thread has the same number of packs (to one).
+//   Phase 3. Every pack comes from shared memory; each thread has the same number of packs (to one),
+//   and the mask's words are ORed together by shuffles instead of built from ballots.
 // Bytes: x read from DRAM once, y and the mask written once: the floor, 8.125 bytes per float.
 // Prediction: phase 1 near the copy rate for 25.7 MB (8 us), the merge about one L2 round trip,
 // phase 3 a store stream from shared memory; against v5, the 4.6 us merge and a barrier gone, and
@@ -70,15 +73,17 @@ __device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
-// Every thread: wait until the barrier's first phase has completed (its bytes have landed).
+// Every thread: wait until the barrier's first phase has completed (its bytes have landed). The
+// hint lets the warp sleep in the wait up to that long instead of asking again and again.
+inline constexpr unsigned kResWaitNs = 1000000;
 __device__ __forceinline__ void mbar_wait(std::uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   unsigned done = 0;
   do {
     asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0, %2; selp.u32 %0, 1, 0, p; }"
         : "=r"(done)
-        : "r"(smem_addr(bar))
+        : "r"(smem_addr(bar)), "r"(kResWaitNs)
         : "memory");
   } while (!done);
 #endif
@@ -106,24 +111,36 @@ inline ResPlan res_plan(const Shape4& s, int sms) {
 }
 
 // Where piece q of a chunk of `units` units starts: its first element, or `cap` if that is less.
-CH05_HD inline std::int64_t res_piece_start(const ResPlan& p, std::int64_t units, int q, std::int64_t cap) {
-  const std::int64_t e = units * q / kResPieces * p.unit;
-  return e < cap ? e : cap;
+CH05_HD inline int res_piece_start(const ResPlan& p, int units, int q, int cap) {
+  const std::int64_t e = static_cast<std::int64_t>(units) * q / kResPieces * p.unit;
+  return e < cap ? static_cast<int>(e) : cap;
 }
 
-// ---- The kernel ---------------------------------------------------------------------------------------
+// ---- The kernel, in its three phases (tools/phase_timeline.cu stamps each) -----------------------------
 
-// Thread t's Welford over rows g, g + G, ... of the chunk's rows [r0, r1), its channel c.
+// The kernel's static shared memory: the copies' barriers, the merge's tree, the channels'
+// parameters (mean, gamma * invstd, beta) as one 16-byte entry each.
+struct ResShared {
+  std::uint64_t bars[kResPieces];
+  Welford red[kResBlock];
+  float4 prm[kResMaxC];
+};
+
+// Block blockIdx.x's chunk: elements [begin, begin + len), `units` units; the copy engine takes the
+// first `bulk` (whole 16-byte lines), threads load the few after them.
+struct ResChunk {
+  std::int64_t begin = 0;
+  int len = 0, units = 0, bulk = 0;
+};
+
 template <class T>
-__device__ __forceinline__ void res_rows(const T* xs, int C, int G, int c, std::int64_t& r, std::int64_t r1,
-                                         Welford& w) {
-  for (; r < r1; r += G) {
-    const float v = to_float(xs[r * C + c]);
-    w.n += 1.0f;
-    const float d = v - w.mean;
-    w.mean = fmaf(d, __frcp_rn(w.n), w.mean);
-    w.m2 = fmaf(d, v - w.mean, w.m2);
-  }
+__device__ __forceinline__ ResChunk res_chunk(const ResPlan& plan) {
+  ResChunk k;
+  k.begin = static_cast<std::int64_t>(blockIdx.x) * plan.chunk;
+  k.len = k.begin < plan.n ? static_cast<int>(plan.n - k.begin < plan.chunk ? plan.n - k.begin : plan.chunk) : 0;
+  k.units = static_cast<int>((k.len + plan.unit - 1) / plan.unit);
+  k.bulk = static_cast<int>(k.len * sizeof(T) / 16 * 16 / sizeof(T));
+  return k;
 }
 
 // Chan's merge of red[g * C + c] over the groups g < G, in a tree; red[c] ends with channel c's.
@@ -136,125 +153,171 @@ __device__ __forceinline__ void res_tree(Welford* red, int C, int G, int t) {
   __syncthreads();
 }
 
+// Phase 1: the chunk into shared memory, the block's statistics per channel into partials[block].
+// Thread t is channel c = t % C of row group g = t / C and sums the rows g, g + G, ... as deviations
+// from its own first value K: with K one of the values it sums, (K - mean)^2 <= M2, so the sum of
+// squares it forms is at most (n + 1) times the M2 it stands for, and the subtraction that recovers
+// M2 loses at most about log2(n + 1) bits (n, the chunk's elements over 1024 threads, is at most
+// 110 here); at x = 1000 + noise, x - K is exact. Then the
+// thread's (n, mean, M2), and Chan's merge over the groups.
 template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1)
-    fwd_v12_resident_kernel(FwdArgs<T> a, ChannelParams p, float4* partials, ResPlan plan) {
-  constexpr int V = kPack<T>;
-  extern __shared__ __align__(128) unsigned char ch05_resident[];
-  T* xs = reinterpret_cast<T*>(ch05_resident);
-  __shared__ __align__(8) std::uint64_t bars[kResPieces];
-  __shared__ Welford red[kResBlock];
-  __shared__ float s_mean[kResMaxC], s_scale[kResMaxC], s_shift[kResMaxC];
-  cg::grid_group grid = cg::this_grid();
-
+__device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs, ResShared& sh,
+                           float4* partials) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
-  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * plan.chunk;
-  const std::int64_t len = begin < plan.n ? (plan.n - begin < plan.chunk ? plan.n - begin : plan.chunk) : 0;
-  const std::int64_t units = (len + plan.unit - 1) / plan.unit;
-  // The copy engine takes whole 16-byte lines; the last block's last few elements (n * sizeof(T)
-  // not a multiple of 16) are loaded by threads.
-  const std::int64_t bulk = len * static_cast<std::int64_t>(sizeof(T)) / 16 * 16 / static_cast<std::int64_t>(sizeof(T));
-
+  const int rows = k.len / C;
+  const bool mine = g < G && g < rows;
+  const float K = mine ? to_float(a.x[k.begin + static_cast<std::int64_t>(g) * C + c]) : 0.0f;
   if (t == 0)
-    for (int q = 0; q < kResPieces; ++q) mbar_init(&bars[q]);
-  if (t < len - bulk) xs[bulk + t] = a.x[begin + bulk + t];
+    for (int q = 0; q < kResPieces; ++q) mbar_init(&sh.bars[q]);
+  if (t < k.len - k.bulk) xs[k.bulk + t] = a.x[k.begin + k.bulk + t];
   __syncthreads();
   if (t == 0) {
     for (int q = 0; q < kResPieces; ++q) {
-      const std::int64_t e0 = res_piece_start(plan, units, q, bulk), e1 = res_piece_start(plan, units, q + 1, bulk);
-      if (e1 > e0) bulk_load(xs + e0, a.x + begin + e0, static_cast<unsigned>((e1 - e0) * sizeof(T)), &bars[q]);
+      const int e0 = res_piece_start(plan, k.units, q, k.bulk), e1 = res_piece_start(plan, k.units, q + 1, k.bulk);
+      if (e1 > e0) bulk_load(xs + e0, a.x + k.begin + e0, static_cast<unsigned>((e1 - e0) * sizeof(T)), &sh.bars[q]);
     }
     if constexpr (kAdd)
-      if (bulk > 0) bulk_prefetch_l2(a.r + begin, static_cast<unsigned>(bulk * sizeof(T)));
+      if (k.bulk > 0) bulk_prefetch_l2(a.r + k.begin, static_cast<unsigned>(k.bulk * sizeof(T)));
   }
-  float gamma = 0.0f, beta = 0.0f;
-  if (t < C) gamma = a.gamma[t], beta = a.beta[t];
-
-  // 1. Each piece's rows as it lands.
-  Welford w{0.0f, 0.0f, 0.0f};
-  std::int64_t r = g;
+  float s1 = 0.0f, s2 = 0.0f;
+  int i = g * C + c;  // the thread's next element of the chunk
   for (int q = 0; q < kResPieces; ++q) {
-    if (res_piece_start(plan, units, q + 1, bulk) > res_piece_start(plan, units, q, bulk)) mbar_wait(&bars[q]);
-    const std::int64_t r1 = res_piece_start(plan, units, q + 1, len) / C;  // the last piece's: len / C
-    if (g < G) res_rows(xs, C, G, c, r, r1, w);
+    if (res_piece_start(plan, k.units, q + 1, k.bulk) > res_piece_start(plan, k.units, q, k.bulk)) mbar_wait(&sh.bars[q]);
+    const int end = res_piece_start(plan, k.units, q + 1, k.len);  // the last piece's: len
+    if (g < G) {
+#pragma unroll 4
+      for (; i < end; i += G * C) {
+        const float d = to_float(xs[i]) - K;
+        s1 += d;
+        s2 = fmaf(d, d, s2);
+      }
+    }
   }
-  red[t] = g < G ? w : Welford{0.0f, 0.0f, 0.0f};
-  res_tree(red, C, G, t);
-  if (t < C) partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = make_float4(red[t].n, red[t].mean, red[t].m2, 0.0f);
-  grid.sync();
+  Welford w{0.0f, 0.0f, 0.0f};
+  if (mine) {
+    w.n = static_cast<float>((rows - g + G - 1) / G);
+    const float q = s1 / w.n;
+    w.mean = K + q;
+    w.m2 = fmaxf(0.0f, fmaf(-s1, q, s2));
+  }
+  sh.red[t] = w;
+  res_tree(sh.red, C, G, t);
+  if (t < C) partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = make_float4(sh.red[t].n, sh.red[t].mean, sh.red[t].m2, 0.0f);
+}
 
-  // 2. Every block merges every block's partials, in the same order.
+// Phase 2, after the grid barrier: every block merges every block's partials, in the same order
+// (so every block gets the same bits), into sh.prm; block 0 writes the saved and running statistics.
+template <class T>
+__device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan, const float4* partials,
+                           ResShared& sh, float gamma, float beta) {
+  const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   Welford acc{0.0f, 0.0f, 0.0f};
   if (g < G) {
     for (int b0 = g; b0 < plan.blocks; b0 += kResMaxLoads * G) {
       float4 v[kResMaxLoads];
 #pragma unroll
-      for (int k = 0; k < kResMaxLoads; ++k) {
-        const int b = b0 + k * G;
-        v[k] = b < plan.blocks ? __ldcg(partials + static_cast<std::int64_t>(b) * C + c) : make_float4(0, 0, 0, 0);
+      for (int j = 0; j < kResMaxLoads; ++j) {
+        const int b = b0 + j * G;
+        v[j] = b < plan.blocks ? __ldcg(partials + static_cast<std::int64_t>(b) * C + c) : make_float4(0, 0, 0, 0);
       }
 #pragma unroll
-      for (int k = 0; k < kResMaxLoads; ++k) acc = merge_fast(acc, Welford{v[k].x, v[k].y, v[k].z});
+      for (int j = 0; j < kResMaxLoads; ++j) acc = merge_fast(acc, Welford{v[j].x, v[j].y, v[j].z});
     }
   }
   __syncthreads();  // every thread is done with red's phase-1 values
-  red[t] = acc;
-  res_tree(red, C, G, t);
+  sh.red[t] = acc;
+  res_tree(sh.red, C, G, t);
   if (t < C) {
-    const Welford tot = red[t];
-    const float invstd = invstd_of(tot, static_cast<float>(a.s.per_channel()), a.eps);
-    s_mean[t] = tot.mean;
-    s_scale[t] = gamma * invstd;
-    s_shift[t] = beta;
+    const Welford tot = sh.red[t];
+    sh.prm[t] = make_float4(tot.mean, gamma * invstd_of(tot, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
     if (blockIdx.x == 0) finish_forward_channel(a, p, t, tot);
   }
   __syncthreads();
+}
 
-  // 3. The pass: pack i of the chunk, i = t, t + 1024, ...; a warp's 32 packs are whole mask words.
-  const int lane = t % 32;
-  const std::int64_t packs = (len + V - 1) / V;
-  const int step = static_cast<int>((static_cast<std::int64_t>(kResBlock) * V) % C);
-  int c0 = static_cast<int>((static_cast<std::int64_t>(t) * V) % C);  // the channel of the pack's first element
-  for (std::int64_t i = t; i - lane < packs; i += kResBlock) {
-    const bool valid = i < packs;
+// Phase 3: pack i of the chunk, i = t, t + 1024, ..., from shared memory; a warp's 32 packs are
+// whole mask words, and the 32 / V lanes of a word OR their V bits together by shuffles. The
+// channels of a thread's packs move by (1024 V) % C from one pack to the next: not at all when C
+// divides 1024 V (C = 32, 64, ...); float keeps its 4 channels' parameters in registers, half (8
+// channels) reads them from shared memory.
+template <class T, bool kAdd>
+__device__ void res_phase3(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, const T* xs, const ResShared& sh) {
+  constexpr int V = kPack<T>, L = 32 / V;
+  constexpr bool kHoist = V <= 4;
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, C = plan.C;
+  const int packs = (k.len + V - 1) / V;
+  const int step = (kResBlock * V) % C;
+  int ch[V];
+  float4 prm[kHoist ? V : 1];
+  {
+    const int c0 = (t * V) % C;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      ch[j] = c0 + j;
+      while (ch[j] >= C) ch[j] -= C;
+      if constexpr (kHoist) prm[j] = sh.prm[ch[j]];
+    }
+  }
+  for (int i = t; i - lane < packs; i += kResBlock) {
+    const bool valid = i < packs, whole = valid && (i + 1) * V <= k.len;
+    const std::int64_t e0 = k.begin + static_cast<std::int64_t>(i) * V;
     float xv[V], rv[V], yv[V];
-    const std::int64_t e0 = begin + i * V;
-    const bool whole = valid && (i + 1) * V <= len;
     if (whole) {
       unpack<V, T>(reinterpret_cast<const uint4*>(xs)[i], xv);
       if constexpr (kAdd) unpack<V, T>(load_raw<V, T>(a.r + e0), rv);
     } else {
 #pragma unroll
-      for (int k = 0; k < V; ++k) {
-        const bool in = valid && i * V + k < len;
-        xv[k] = in ? to_float(xs[i * V + k]) : 0.0f;
-        if constexpr (kAdd) rv[k] = in ? to_float(a.r[e0 + k]) : 0.0f;
+      for (int j = 0; j < V; ++j) {
+        const bool in = valid && i * V + j < k.len;
+        xv[j] = in ? to_float(xs[i * V + j]) : 0.0f;
+        if constexpr (kAdd) rv[j] = in ? to_float(a.r[e0 + j]) : 0.0f;
       }
     }
-    Word ballots[V];
+    Word bits = 0;
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      int ch = c0 + k;
-      while (ch >= C) ch -= C;
-      float s = fmaf(xv[k] - s_mean[ch], s_scale[ch], s_shift[ch]);
-      if constexpr (kAdd) s += rv[k];
+    for (int j = 0; j < V; ++j) {
+      const float4 q = kHoist ? prm[kHoist ? j : 0] : sh.prm[ch[j]];
+      float s = fmaf(xv[j] - q.x, q.y, q.z);
+      if constexpr (kAdd) s += rv[j];
       s = round_to<T>(s);
-      yv[k] = relu(s);
-      ballots[k] = __ballot_sync(kFullWarp, valid && i * V + k < len && kept(s));
+      yv[j] = relu(s);
+      bits |= static_cast<Word>(kept(s) && i * V + j < k.len) << j;
     }
     if (whole) {
       store_pack<V, T, true>(a.y + e0, yv);
     } else if (valid) {
 #pragma unroll
-      for (int k = 0; k < V; ++k)
-        if (i * V + k < len) a.y[e0 + k] = from_float<T>(yv[k]);
+      for (int j = 0; j < V; ++j)
+        if (i * V + j < k.len) a.y[e0 + j] = from_float<T>(yv[j]);
     }
-    // Word w of the warp's V words starts at pack (i - lane) + w * 32 / V; lane w writes it.
-    const std::int64_t first = i - lane + static_cast<std::int64_t>(lane) * (32 / V);
-    if (lane < V && first < packs) a.mask[(begin + first * V) / 32] = tut::bitmask::word_from_ballots<V>(ballots, lane);
-    c0 += step;
-    if (c0 >= C) c0 -= C;
+    Word word = valid ? bits << (V * (lane % L)) : 0u;
+#pragma unroll
+    for (int o = 1; o < L; o *= 2) word |= __shfl_xor_sync(kFullWarp, word, o);
+    if (lane % L == 0 && valid) a.mask[e0 / 32] = word;
+    if (step != 0) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        ch[j] += step;
+        if (ch[j] >= C) ch[j] -= C;
+        if constexpr (kHoist) prm[j] = sh.prm[ch[j]];
+      }
+    }
   }
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1)
+    fwd_v12_resident_kernel(FwdArgs<T> a, ChannelParams p, float4* partials, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ ResShared sh;
+  const int t = static_cast<int>(threadIdx.x);
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
+  res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
+  cg::this_grid().sync();
+  res_phase2<T>(a, p, plan, partials, sh, gamma, beta);
+  res_phase3<T, kAdd>(a, plan, k, xs, sh);
 }
 
 // ---- Launcher -----------------------------------------------------------------------------------------

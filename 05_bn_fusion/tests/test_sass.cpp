@@ -274,20 +274,28 @@ TEST_CASE("v10: v8's kernel cut for 4 blocks per SM in float spills its packs; v
 }
 
 TEST_CASE("v12: x by the copy engine (4 UBLKCP, waited on barriers), r prefetched to the L2, the partials 4 at a "
-          "time, y by evict-first 16-byte stores from shared memory; no spill" *
+          "time, y by evict-first 16-byte stores from shared memory, the mask by shuffles; no spill" *
           doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"fwd_v12_resident_kernel<float, false>", "fwd_v12_resident_kernel<float, true>",
-                           "fwd_v12_resident_kernel<__half, false>", "fwd_v12_resident_kernel<__half, true>"}) {
-    const bool add = std::string(name).find("true") != std::string::npos;
-    const auto& k = kernel(name);
+  struct Form {
+    std::string name;
+    bool add;
+    int shuffles;  // log2 of the lanes that share a mask word: 32 / 4 for float, 32 / 8 for half
+  };
+  for (const Form& f : {Form{"fwd_v12_resident_kernel<float, false>", false, 3}, Form{"fwd_v12_resident_kernel<float, true>", true, 3},
+                        Form{"fwd_v12_resident_kernel<__half, false>", false, 2},
+                        Form{"fwd_v12_resident_kernel<__half, true>", true, 2}}) {
+    const auto& k = kernel(f.name);
     INFO(k.name);
     CHECK(count_in(k.code, "UBLKCP") == 4);  // one per piece
     CHECK(count_in(k.code, "SYNCS.PHASECHK") >= 4);
-    CHECK(count_in(k.code, "UBLKPF.L2") == (add ? 1 : 0));
+    CHECK(count_in(k.code, "UBLKPF.L2") == (f.add ? 1 : 0));
     CHECK(count_in(k.code, "LDG.E.128.STRONG.GPU") == 4);  // the partials after the grid barrier (__ldcg)
-    CHECK(count_in(k.code, "LDS.128") == 1);               // x's pack, from shared memory
     CHECK(count_in(k.code, "STG.E.EF.128") == 1);          // y's pack
-    CHECK(count_in(k.code, "LDG.E.128") - count_in(k.code, "LDG.E.128.STRONG") == (add ? 1 : 0));  // r's pack
+    CHECK(count_in(k.code, "LDG.E.128") - count_in(k.code, "LDG.E.128.STRONG") == (f.add ? 1 : 0));  // r's pack
+    CHECK(count_in(k.code, "LDS.128") >= 1);  // x's pack, from shared memory
+    CHECK(count_in(k.code, "VOTE.ANY") == 0);  // no ballots
+    CHECK(count_in(k.code, "SHFL.BFLY") >= f.shuffles);
+    CHECK(count_in(k.code, "SHFL.BFLY") % f.shuffles == 0);
     CHECK(tut::count_opcode(k, "LDL") == 0);
     CHECK(tut::count_opcode(k, "STL") == 0);
   }

@@ -11,6 +11,7 @@
 #include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/bwd_v6_balanced.cuh"
 #include "kernels/fwd_v7_mask_bytes.cuh"
+#include "kernels/fwd_v12_resident.cuh"
 #include "tut/timing.hpp"
 
 #include <algorithm>
@@ -107,6 +108,28 @@ __global__ void __launch_bounds__(kBlock, Cache::kMinBlocks)
   STAMP(5);
 }
 
+// Version 12's phases, stamped: the copies and the sums (phase 1), the one grid barrier, the merge
+// every block does (phase 2; stamps 3 and 4 are the same point, there is no second barrier), the pass.
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, ChannelParams p, float4* partials, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ ResShared sh;
+  STAMP(0);
+  const int t = static_cast<int>(threadIdx.x);
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
+  res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
+  STAMP(1);
+  cg::this_grid().sync();
+  STAMP(2);
+  res_phase2<T>(a, p, plan, partials, sh, gamma, beta);
+  STAMP(3);
+  STAMP(4);
+  res_phase3<T, kAdd>(a, plan, k, xs, sh);
+  STAMP(5);
+}
+
 // Every launch is timed by tut::time_kernel: 9 repetitions, none before them, the median; with
 // `flush`, tut::L2Flush reads 128 MiB before each (more than twice the H100's L2).
 template <class Launch>
@@ -192,8 +215,9 @@ void report(const char* what, double ms, int grid) {
 }
 
 // A probe kernel launched cooperatively, timed, and its last launch's stamps reported.
-void time_probe(const char* name, const void* kernel, int grid, std::size_t dyn, void** args, int slots, bool flush) {
-  const double ms = median_ms([&] { TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, dyn, nullptr)); }, flush);
+void time_probe(const char* name, const void* kernel, int grid, std::size_t dyn, void** args, int slots, bool flush,
+                int block = kBlock) {
+  const double ms = median_ms([&] { TUT_CUDA(cudaLaunchCooperativeKernel(kernel, grid, block, args, dyn, nullptr)); }, flush);
   char buf[128];
   std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, grid, slots);
   report(buf, ms, grid);
@@ -289,6 +313,22 @@ void run_fwd7(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   time_probe(name, kernel, grid, dyn, args, slots, flush);
 }
 
+template <class T, bool kAdd>
+void run_fwd12(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
+  FwdArgs<T> a;
+  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
+  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd12<T, kAdd>);
+  ResPlan plan = res_plan(s, device_limits().sm_count);
+  const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  const Scratch sc(s.C, res_partial_bytes(s), 0);
+  ChannelParams p = sc.params_at(b.ws);
+  float4* partials = sc.partials_at<float4>(b.ws);
+  void* args[] = {&a, &p, &partials, &plan};
+  time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
+}
+
 template <int V, class T, bool kAdd, class Cache>
 void run_bwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
   BwdArgs<T> a;
@@ -356,8 +396,8 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
 // of 8 (32 bytes, as the versions do: `u2`), 4 (`u4`) or 8 (`u8`) before it adds the first; v7.
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
-  if (set != "sweep" && set != "v6" && set != "half") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half]\n");
+  if (set != "sweep" && set != "v6" && set != "half" && set != "v12") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12]\n");
     return 2;
   }
   int devices = 0;
@@ -385,6 +425,17 @@ int main(int argc, char** argv) {
     run_fwd7<__half, false, SmemCache<__half, 1, 2>>("fwd f16 64x64 NHWC v7<2>", h, big);
     run_fwd<8, __half, false, SmemCache<__half, 1, 3>>("fwd f16 16x32 NHWC v5<3> flush", h, small, -1);
     run_fwd7<__half, false, SmemCache<__half, 1, 3>>("fwd f16 16x32 NHWC v7<3> flush", h, small);
+    return 0;
+  }
+  if (set == "v12") {  // "slots" in these lines is v12's chunk, in elements
+    const Shape4 c3{8, 3, 224 * 224, Layout::nhwc};
+    Buffers<float> f(small.numel(), 64);
+    Buffers<__half> h(small.numel(), 64);
+    run_fwd<4, float, false, SmemCache<float, 1, 4>>("fwd f32 16x32 NHWC v5<4> flush", f, small, 10);
+    run_fwd12<float, false>("fwd f32 16x32 NHWC v12 flush", f, small);
+    run_fwd12<float, false>("fwd f32 16x32 NHWC v12 warm", f, small, false);
+    run_fwd12<__half, false>("fwd f16 16x32 NHWC v12 flush", h, small);
+    run_fwd12<float, false>("fwd f32 8x3x224x224 NHWC v12 flush", f, c3);
     return 0;
   }
   Buffers<float> b(big.numel(), 64);
