@@ -19,8 +19,7 @@
 //   and Chan's merge combines the threads in a tree. In the Add form the chunk of r is meanwhile
 //   prefetched into the L2.
 //   Phase 2. No second barrier: every block merges all blocks' partials itself (132 x C float4,
-//   67 KB at C = 32, from the L2: a warp loads one block's C partials, 16 bytes a lane, up to 8
-//   blocks in flight per thread), in the same order, so
+//   67 KB at C = 32, from the L2, all of a lane's loads in flight at once), in the same order, so
 //   every block gets the same bits; block 0 writes the saved and running statistics. Within a
 //   block, each channel's values are merged by the lanes of one warp (ResLane), not in a tree.
 //   Phase 3. Every pack comes from shared memory; each thread has the same number of packs (to one),
@@ -164,28 +163,13 @@ __device__ __forceinline__ Welford res_lanes_merge(Welford v, int H) {
   return v;
 }
 
-// Every thread's red[t] (group t / C of channel t % C) merged per channel by its lanes; the lane
-// with j == 0 holds the channel's result. Every thread calls it.
-__device__ __forceinline__ Welford res_block_merge(Welford* red, Welford mine, int C, int G, ResLane& ln) {
-  red[threadIdx.x] = mine;
-  __syncthreads();
-  ln = res_lane(C);
-  Welford acc{0.0f, 0.0f, 0.0f};
-  if (ln.warp_busy) {
-    if (ln.c < C)
-      for (int g = ln.j; g < G; g += ln.H) acc = merge_fast(acc, red[g * C + ln.c]);
-    acc = res_lanes_merge(acc, ln.H);
-  }
-  return acc;
-}
-
 // Phase 1: the chunk into shared memory, the block's statistics per channel into partials[block].
 // Thread t is channel c = t % C of row group g = t / C and sums the rows g, g + G, ... as deviations
 // from its own first value K: with K one of the values it sums, (K - mean)^2 <= M2, so the sum of
 // squares it forms is at most (n + 1) times the M2 it stands for, and the subtraction that recovers
 // M2 loses at most about log2(n + 1) bits (n, the chunk's elements over 1024 threads, is at most
-// 110 here); at x = 1000 + noise, x - K is exact. Then the thread's (n, mean, M2), merged by
-// channel (res_block_merge).
+// 110 here); at x = 1000 + noise, x - K is exact. Then the
+// thread's (n, mean, M2), and Chan's merge over the groups.
 template <class T, bool kAdd>
 __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs, ResShared& sh,
                            float4* partials) {
@@ -226,10 +210,17 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
     w.mean = K + q;
     w.m2 = fmaxf(0.0f, fmaf(-s1, q, s2));
   }
-  ResLane ln;
-  const Welford acc = res_block_merge(sh.red, w, C, G, ln);
-  if (ln.c < C && ln.j == 0)
-    partials[static_cast<std::int64_t>(blockIdx.x) * C + ln.c] = make_float4(acc.n, acc.mean, acc.m2, 0.0f);
+  sh.red[t] = w;
+  __syncthreads();
+  const ResLane ln = res_lane(C);
+  if (ln.warp_busy) {
+    Welford acc{0.0f, 0.0f, 0.0f};
+    if (ln.c < C)
+      for (int gg = ln.j; gg < G; gg += ln.H) acc = merge_fast(acc, sh.red[gg * C + ln.c]);
+    acc = res_lanes_merge(acc, ln.H);
+    if (ln.c < C && ln.j == 0)
+      partials[static_cast<std::int64_t>(blockIdx.x) * C + ln.c] = make_float4(acc.n, acc.mean, acc.m2, 0.0f);
+  }
 }
 
 // Phase 2, after the grid barrier: every block merges every block's partials, in the same order
@@ -237,26 +228,27 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
 template <class T>
 __device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan, const float4* partials,
                            ResShared& sh, float gamma, float beta) {
-  const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
-  Welford mine{0.0f, 0.0f, 0.0f};
-  if (g < G) {
-    for (int b0 = g; b0 < plan.blocks; b0 += kResMaxLoads * G) {
-      float4 v[kResMaxLoads];
+  const int C = plan.C;
+  const ResLane ln = res_lane(C);
+  if (ln.warp_busy) {
+    Welford acc{0.0f, 0.0f, 0.0f};
+    if (ln.c < C) {
+      for (int b0 = ln.j; b0 < plan.blocks; b0 += kResMaxLoads * ln.H) {
+        float4 v[kResMaxLoads];
 #pragma unroll
-      for (int i = 0; i < kResMaxLoads; ++i) {
-        const int b = b0 + i * G;
-        v[i] = b < plan.blocks ? __ldcg(partials + static_cast<std::int64_t>(b) * C + c) : make_float4(0, 0, 0, 0);
+        for (int i = 0; i < kResMaxLoads; ++i) {
+          const int b = b0 + i * ln.H;
+          v[i] = b < plan.blocks ? __ldcg(partials + static_cast<std::int64_t>(b) * C + ln.c) : make_float4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < kResMaxLoads; ++i) acc = merge_fast(acc, Welford{v[i].x, v[i].y, v[i].z});
       }
-#pragma unroll
-      for (int i = 0; i < kResMaxLoads; ++i) mine = merge_fast(mine, Welford{v[i].x, v[i].y, v[i].z});
     }
-  }
-  __syncthreads();  // every thread is done with red's phase-1 values
-  ResLane ln;
-  const Welford acc = res_block_merge(sh.red, mine, C, G, ln);
-  if (ln.c < C && ln.j == 0) {
-    sh.prm[ln.c] = make_float4(acc.mean, gamma * invstd_of(acc, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
-    if (blockIdx.x == 0) finish_forward_channel(a, p, ln.c, acc);
+    acc = res_lanes_merge(acc, ln.H);
+    if (ln.c < C && ln.j == 0) {
+      sh.prm[ln.c] = make_float4(acc.mean, gamma * invstd_of(acc, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
+      if (blockIdx.x == 0) finish_forward_channel(a, p, ln.c, acc);
+    }
   }
   __syncthreads();
 }
