@@ -19,9 +19,8 @@
 //   and Chan's merge combines the threads in a tree. In the Add form the chunk of r is meanwhile
 //   prefetched into the L2.
 //   Phase 2. No second barrier: every block merges all blocks' partials itself (132 x C float4,
-//   67 KB at C = 32, from the L2, all of a lane's loads in flight at once), in the same order, so
-//   every block gets the same bits; block 0 writes the saved and running statistics. Within a
-//   block, each channel's values are merged by the lanes of one warp (ResLane), not in a tree.
+//   67 KB at C = 32, from the L2), in the same order, so every block gets the same bits; block 0
+//   writes the saved and running statistics.
 //   Phase 3. Every pack comes from shared memory; each thread has the same number of packs (to one),
 //   and the mask's words are ORed together by shuffles instead of built from ballots.
 // Bytes: x read from DRAM once, y and the mask written once: the floor, 8.125 bytes per float.
@@ -45,7 +44,7 @@ namespace ch05 {
 inline constexpr int kResBlock = 1024;  // one block per SM
 inline constexpr int kResPieces = 4;    // bulk copies per block, each with its own barrier
 inline constexpr int kResMaxC = 64;     // 132 x 64 partials of 16 bytes: 135 KB read by every block
-inline constexpr int kResMaxLoads = 8;  // partials a lane loads before it merges them: 132 blocks in one round at C <= 32
+inline constexpr int kResMaxLoads = 4;  // partials a thread loads before it merges them
 
 // ---- The copy engine (sm_90): bulk copies into shared memory, completed on an mbarrier -------------
 
@@ -119,7 +118,7 @@ CH05_HD inline int res_piece_start(const ResPlan& p, int units, int q, int cap) 
 
 // ---- The kernel, in its three phases (tools/phase_timeline.cu stamps each) -----------------------------
 
-// The kernel's static shared memory: the copies' barriers, each thread's phase-1 statistics, the channels'
+// The kernel's static shared memory: the copies' barriers, the merge's tree, the channels'
 // parameters (mean, gamma * invstd, beta) as one 16-byte entry each.
 struct ResShared {
   std::uint64_t bars[kResPieces];
@@ -144,23 +143,14 @@ __device__ __forceinline__ ResChunk res_chunk(const ResPlan& plan) {
   return k;
 }
 
-// The merges across a block go by channel: channel c gets H lanes of one warp (H = 32 for C <= 32,
-// 16 for C <= 64), lane j of them merges values j, j + H, ... one after another, then the H lanes
-// merge by shuffles. No shared-memory tree, no __syncthreads between its levels; the order is
-// fixed, so every block that merges the same values gets the same bits.
-struct ResLane {
-  int c, j, H;
-  bool warp_busy;  // some lane of this warp has a channel: the whole warp shuffles
-};
-__device__ __forceinline__ ResLane res_lane(int C) {
-  const int t = static_cast<int>(threadIdx.x), H = C <= 32 ? 32 : 16;
-  return {t / H, t % H, H, (t / 32) * (32 / H) < C};
-}
-__device__ __forceinline__ Welford res_lanes_merge(Welford v, int H) {
-  for (int off = H / 2; off > 0; off /= 2)
-    v = merge_fast(v, Welford{__shfl_down_sync(kFullWarp, v.n, off, H), __shfl_down_sync(kFullWarp, v.mean, off, H),
-                              __shfl_down_sync(kFullWarp, v.m2, off, H)});
-  return v;
+// Chan's merge of red[g * C + c] over the groups g < G, in a tree; red[c] ends with channel c's.
+__device__ __forceinline__ void res_tree(Welford* red, int C, int G, int t) {
+  const int g = t / C;
+  for (int step = 1; step < G; step *= 2) {
+    __syncthreads();
+    if (g < G && g % (2 * step) == 0 && g + step < G) red[t] = merge_fast(red[t], red[t + step * C]);
+  }
+  __syncthreads();
 }
 
 // Phase 1: the chunk into shared memory, the block's statistics per channel into partials[block].
@@ -211,16 +201,8 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
     w.m2 = fmaxf(0.0f, fmaf(-s1, q, s2));
   }
   sh.red[t] = w;
-  __syncthreads();
-  const ResLane ln = res_lane(C);
-  if (ln.warp_busy) {
-    Welford acc{0.0f, 0.0f, 0.0f};
-    if (ln.c < C)
-      for (int gg = ln.j; gg < G; gg += ln.H) acc = merge_fast(acc, sh.red[gg * C + ln.c]);
-    acc = res_lanes_merge(acc, ln.H);
-    if (ln.c < C && ln.j == 0)
-      partials[static_cast<std::int64_t>(blockIdx.x) * C + ln.c] = make_float4(acc.n, acc.mean, acc.m2, 0.0f);
-  }
+  res_tree(sh.red, C, G, t);
+  if (t < C) partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = make_float4(sh.red[t].n, sh.red[t].mean, sh.red[t].m2, 0.0f);
 }
 
 // Phase 2, after the grid barrier: every block merges every block's partials, in the same order
@@ -228,27 +210,27 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
 template <class T>
 __device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan, const float4* partials,
                            ResShared& sh, float gamma, float beta) {
-  const int C = plan.C;
-  const ResLane ln = res_lane(C);
-  if (ln.warp_busy) {
-    Welford acc{0.0f, 0.0f, 0.0f};
-    if (ln.c < C) {
-      for (int b0 = ln.j; b0 < plan.blocks; b0 += kResMaxLoads * ln.H) {
-        float4 v[kResMaxLoads];
+  const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
+  Welford acc{0.0f, 0.0f, 0.0f};
+  if (g < G) {
+    for (int b0 = g; b0 < plan.blocks; b0 += kResMaxLoads * G) {
+      float4 v[kResMaxLoads];
 #pragma unroll
-        for (int i = 0; i < kResMaxLoads; ++i) {
-          const int b = b0 + i * ln.H;
-          v[i] = b < plan.blocks ? __ldcg(partials + static_cast<std::int64_t>(b) * C + ln.c) : make_float4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int i = 0; i < kResMaxLoads; ++i) acc = merge_fast(acc, Welford{v[i].x, v[i].y, v[i].z});
+      for (int j = 0; j < kResMaxLoads; ++j) {
+        const int b = b0 + j * G;
+        v[j] = b < plan.blocks ? __ldcg(partials + static_cast<std::int64_t>(b) * C + c) : make_float4(0, 0, 0, 0);
       }
+#pragma unroll
+      for (int j = 0; j < kResMaxLoads; ++j) acc = merge_fast(acc, Welford{v[j].x, v[j].y, v[j].z});
     }
-    acc = res_lanes_merge(acc, ln.H);
-    if (ln.c < C && ln.j == 0) {
-      sh.prm[ln.c] = make_float4(acc.mean, gamma * invstd_of(acc, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
-      if (blockIdx.x == 0) finish_forward_channel(a, p, ln.c, acc);
-    }
+  }
+  __syncthreads();  // every thread is done with red's phase-1 values
+  sh.red[t] = acc;
+  res_tree(sh.red, C, G, t);
+  if (t < C) {
+    const Welford tot = sh.red[t];
+    sh.prm[t] = make_float4(tot.mean, gamma * invstd_of(tot, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
+    if (blockIdx.x == 0) finish_forward_channel(a, p, t, tot);
   }
   __syncthreads();
 }
@@ -323,22 +305,15 @@ __device__ void res_phase3(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
   }
 }
 
-// gamma and beta of the channel this thread finishes in phase 2, loaded before the grid barrier.
-template <class T>
-__device__ __forceinline__ void res_channel_in(const FwdArgs<T>& a, const ResPlan& plan, float& gamma, float& beta) {
-  const ResLane ln = res_lane(plan.C);
-  if (ln.c < plan.C && ln.j == 0) gamma = a.gamma[ln.c], beta = a.beta[ln.c];
-}
-
 template <class T, bool kAdd>
 __global__ void __launch_bounds__(kResBlock, 1)
     fwd_v12_resident_kernel(FwdArgs<T> a, ChannelParams p, float4* partials, ResPlan plan) {
   extern __shared__ __align__(128) unsigned char ch05_resident[];
   T* xs = reinterpret_cast<T*>(ch05_resident);
   __shared__ ResShared sh;
+  const int t = static_cast<int>(threadIdx.x);
   const ResChunk k = res_chunk<T>(plan);
-  float gamma = 0.0f, beta = 0.0f;
-  res_channel_in(a, plan, gamma, beta);
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
   res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
   cg::this_grid().sync();
   res_phase2<T>(a, p, plan, partials, sh, gamma, beta);

@@ -273,7 +273,7 @@ TEST_CASE("v10: v8's kernel cut for 4 blocks per SM in float spills its packs; v
   CHECK(tut::count_opcode(wide, "STL") == 0);
 }
 
-TEST_CASE("v12: x by the copy engine (4 UBLKCP, waited on barriers), r prefetched to the L2, the partials 8 at a "
+TEST_CASE("v12: x by the copy engine (4 UBLKCP, waited on barriers), r prefetched to the L2, the partials 4 at a "
           "time, y by evict-first 16-byte stores from shared memory, the mask by shuffles; no spill" *
           doctest::skip(kNoCuobjdump)) {
   struct Form {
@@ -289,7 +289,7 @@ TEST_CASE("v12: x by the copy engine (4 UBLKCP, waited on barriers), r prefetche
     CHECK(count_in(k.code, "UBLKCP") == 4);  // one per piece
     CHECK(count_in(k.code, "SYNCS.PHASECHK") >= 4);
     CHECK(count_in(k.code, "UBLKPF.L2") == (f.add ? 1 : 0));
-    CHECK(count_in(k.code, "LDG.E.128.STRONG.GPU") == 8);  // the partials after the grid barrier (__ldcg)
+    CHECK(count_in(k.code, "LDG.E.128.STRONG.GPU") == 4);  // the partials after the grid barrier (__ldcg)
     CHECK(count_in(k.code, "STG.E.EF.128") == 1);          // y's pack
     CHECK(count_in(k.code, "LDG.E.128") - count_in(k.code, "LDG.E.128.STRONG") == (f.add ? 1 : 0));  // r's pack
     CHECK(count_in(k.code, "LDS.128") >= 1);  // x's pack, from shared memory

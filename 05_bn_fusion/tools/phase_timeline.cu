@@ -116,9 +116,9 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, Channe
   T* xs = reinterpret_cast<T*>(ch05_resident);
   __shared__ ResShared sh;
   STAMP(0);
+  const int t = static_cast<int>(threadIdx.x);
   const ResChunk k = res_chunk<T>(plan);
-  float gamma = 0.0f, beta = 0.0f;
-  res_channel_in(a, plan, gamma, beta);
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
   res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
   STAMP(1);
   cg::this_grid().sync();
