@@ -35,8 +35,9 @@
 // 4.2 us, the pass 7 us. The first form (a Welford step per value, warps polling the barriers,
 // ballots) issued 19.3 M warp instructions for this one's 10.1 M and ran 1.52x PyTorch. Two later
 // forms that merged each channel by the lanes of one warp instead of the tree were slower (1.46x and
-// 1.84x) and were reverted. Half runs at about the float's time (its pass reads the parameters
-// from shared memory for every element): 1.15x PyTorch.
+// 1.84x) and were reverted. Half takes longer than float (0.0324 ms; its pass about 14 us in the
+// timeline against float's 7; it reads the parameters from shared memory for every element, not
+// shown to be the cause): 1.15x PyTorch.
 //
 // Where it does not apply (NCHW, C > 64, x larger than the shared memory, operands off their
 // 16-byte alignment, a GPU or a build without sm_90), v12 runs v5.

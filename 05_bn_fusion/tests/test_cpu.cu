@@ -630,3 +630,37 @@ TEST_CASE("exercise, part 2: the three numeric answers") {
   tut::grade_answer(3, exercise::kNhwcRowPacksC33, p.P, "the row's elements, 4 to a pack");
 }
 #endif
+
+TEST_CASE("v12's plan: whole units per chunk, every element in one chunk, the pieces covering each chunk in order") {
+  for (const auto& d : std::vector<std::vector<std::int64_t>>{{16, 32, 112 * 112}, {8, 3, 224 * 224}, {4, 33, 17 * 19},
+                                                              {1, 1, 2}, {2, 1, 1}, {1, 5, 9}, {2, 16, 3}, {4, 64, 99},
+                                                              {6, 48, 33 * 35}, {2, 1, 300 * 301}, {3, 7, 13 * 17}}) {
+    const Shape4 s{d[0], d[1], d[2], Layout::nhwc};
+    for (int sms : {132, 114, 7, 1}) {
+      const ResPlan p = res_plan(s, sms);
+      INFO(s.N, "x", s.C, "x", s.HW, " on ", sms, " SMs");
+      CHECK(p.unit % s.C == 0);
+      CHECK(p.unit % 32 == 0);
+      CHECK(p.G * p.C <= kResBlock);
+      REQUIRE(p.chunk > 0);
+      CHECK(p.chunk % p.unit == 0);
+      CHECK(p.blocks <= sms);
+      CHECK(static_cast<std::int64_t>(p.blocks - 1) * p.chunk < p.n);
+      CHECK(static_cast<std::int64_t>(p.blocks) * p.chunk >= p.n);
+      for (int b = 0; b < p.blocks; ++b) {
+        const std::int64_t begin = b * p.chunk, len = std::min(p.chunk, p.n - begin);
+        CHECK(len > 0);
+        CHECK(len % s.C == 0);  // whole rows
+        CHECK(begin % 32 == 0);  // whole mask words
+        const int units = static_cast<int>((len + p.unit - 1) / p.unit), cap = static_cast<int>(len);
+        CHECK(res_piece_start(p, units, 0, cap) == 0);
+        CHECK(res_piece_start(p, units, kResPieces, cap) == cap);
+        for (int q = 0; q < kResPieces; ++q) {
+          const int e0 = res_piece_start(p, units, q, cap), e1 = res_piece_start(p, units, q + 1, cap);
+          CHECK(e0 <= e1);
+          CHECK((e0 % p.unit == 0 || e0 == cap));  // pieces start on whole rows and 16-byte-aligned bytes
+        }
+      }
+    }
+  }
+}
