@@ -267,12 +267,12 @@ struct ChannelParams {
   float* extra = nullptr;  //                           backward: K
 };
 
-// From channel c's statistics over M values: the saved mean and inverse std, the running
-// statistics (momentum, unbiased variance), and the normalize pass's parameters.
 // The inverse standard deviation of statistics over M values (the biased variance). Every block of
 // version 12 computes it for itself: one expression, so that they all get the saved invstd's bits.
 __device__ __forceinline__ float invstd_of(const Welford& w, float M, float eps) { return 1.0f / sqrtf(w.m2 / M + eps); }
 
+// From channel c's statistics over M values: the saved mean and inverse std, the running
+// statistics (momentum, unbiased variance), and the normalize pass's parameters.
 template <class T>
 __device__ inline void finish_forward_channel(const FwdArgs<T>& a, const ChannelParams& p, int c, Welford w) {
   const float M = static_cast<float>(a.s.per_channel());

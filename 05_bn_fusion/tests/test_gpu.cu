@@ -104,11 +104,17 @@ std::vector<tut::Case> v8_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 24, 5, 5}, {4, 12, 9, 9}, {2, 8, 100, 100}, {2, 2, 200, 200}});
 }
 
+// One rung alone: on its cases, and on the small shapes with every operand moved.
+template <class Inst>
+void check_rung(const tut::Problem<Inst>& p, const char* name, const std::vector<tut::Case>& cases) {
+  const auto q = only(p, name);
+  tut::check_cases(q, cases);
+  tut::check_offsets(q, small_shapes(p));
+}
+
 template <class Inst>
 void check_v8(const tut::Problem<Inst>& p, const char* name = "v8_cluster") {
-  const auto q = only(p, name);
-  tut::check_cases(q, v8_shapes(p));
-  tut::check_offsets(q, small_shapes(p));
+  check_rung(p, name, v8_shapes(p));
 }
 
 // v9's walks beyond shapes(): the flat walk with Q a multiple of 3 (C = 48) and at its cap of
@@ -122,9 +128,7 @@ std::vector<tut::Case> v9_shapes(const tut::Problem<Inst>& p) {
 
 template <class Inst>
 void check_v9(const tut::Problem<Inst>& p, const char* name = "v9_two_launches") {
-  const auto q = only(p, name);
-  tut::check_cases(q, v9_shapes(p));
-  tut::check_offsets(q, small_shapes(p));
+  check_rung(p, name, v9_shapes(p));
 }
 
 // v12's cuts beyond shapes(): C = 64, its largest, and C = 65, past it (v5 runs); one element past
@@ -240,11 +244,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("v12_resident: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
-    const auto check = [](const auto& p) {
-      const auto q = only(p, "v12_resident");
-      tut::check_cases(q, v12_shapes(p));
-      tut::check_offsets(q, small_shapes(p));
-    };
+    const auto check = [](const auto& p) { check_rung(p, "v12_resident", v12_shapes(p)); };
     check(bn_relu_f32());
     check(bn_add_relu_f32());
     check(bn_relu_f16());
