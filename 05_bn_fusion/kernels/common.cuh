@@ -116,10 +116,18 @@ __device__ __forceinline__ void load_pack(const T* __restrict__ p, float (&v)[V]
 // that it does not push x out of the L2). Assigning a 16-byte struct is not enough: the compiler
 // split that store into four STG.E where it could not prove the address 16-byte aligned
 // (tests/test_sass.cpp checks for STG.E.128).
+// Half also in 8-byte packs of 4 (v13's pass: 4 channels' parameters fit in registers).
 template <int V, class T, bool kStream = false>
 __device__ __forceinline__ void store_pack(T* __restrict__ p, const float (&v)[V]) {
-  static_assert(V * sizeof(T) == 16, "a 16-byte pack");
-  if constexpr (std::is_same_v<T, float>) {
+  static_assert(V * sizeof(T) == 16 || (V == 4 && sizeof(T) == 2), "a 16-byte pack, or 4 halves");
+  if constexpr (V == 4 && sizeof(T) == 2) {
+    uint2 w;
+    const __half2 h0 = __floats2half2_rn(v[0], v[1]), h1 = __floats2half2_rn(v[2], v[3]);
+    w.x = *reinterpret_cast<const unsigned*>(&h0);
+    w.y = *reinterpret_cast<const unsigned*>(&h1);
+    if constexpr (kStream) __stcs(reinterpret_cast<uint2*>(p), w);
+    else __stwb(reinterpret_cast<uint2*>(p), w);
+  } else if constexpr (std::is_same_v<T, float>) {
     const float4 w = make_float4(v[0], v[1], v[2], v[3]);
     if constexpr (kStream) __stcs(reinterpret_cast<float4*>(p), w);
     else __stwb(reinterpret_cast<float4*>(p), w);

@@ -214,6 +214,23 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
   if (t < C) partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = make_float4(sh.red[t].n, sh.red[t].mean, sh.red[t].m2, 0.0f);
 }
 
+// Phase 2's end, once thread t holds `acc`, its share of channel t % C over all blocks: Chan's merge
+// of the shares in a tree into sh.prm; block 0 writes the saved and running statistics.
+template <class T>
+__device__ __forceinline__ void res_finish(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan,
+                                           ResShared& sh, Welford acc, float gamma, float beta) {
+  const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G;
+  __syncthreads();  // every thread is done with red's phase-1 values
+  sh.red[t] = acc;
+  res_tree(sh.red, C, G, t);
+  if (t < C) {
+    const Welford tot = sh.red[t];
+    sh.prm[t] = make_float4(tot.mean, gamma * invstd_of(tot, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
+    if (blockIdx.x == 0) finish_forward_channel(a, p, t, tot);
+  }
+  __syncthreads();
+}
+
 // Phase 2, after the grid barrier: every block merges every block's partials, in the same order
 // (so every block gets the same bits), into sh.prm; block 0 writes the saved and running statistics.
 template <class T>
@@ -233,25 +250,17 @@ __device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const Re
       for (int j = 0; j < kResMaxLoads; ++j) acc = merge_fast(acc, Welford{v[j].x, v[j].y, v[j].z});
     }
   }
-  __syncthreads();  // every thread is done with red's phase-1 values
-  sh.red[t] = acc;
-  res_tree(sh.red, C, G, t);
-  if (t < C) {
-    const Welford tot = sh.red[t];
-    sh.prm[t] = make_float4(tot.mean, gamma * invstd_of(tot, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
-    if (blockIdx.x == 0) finish_forward_channel(a, p, t, tot);
-  }
-  __syncthreads();
+  res_finish(a, p, plan, sh, acc, gamma, beta);
 }
 
 // Phase 3: pack i of the chunk, i = t, t + 1024, ..., from shared memory; a warp's 32 packs are
 // whole mask words, and the 32 / V lanes of a word OR their V bits together by shuffles. The
 // channels of a thread's packs move by (1024 V) % C from one pack to the next: not at all when C
-// divides 1024 V (C = 32, 64, ...); float keeps its 4 channels' parameters in registers, half (8
-// channels) reads them from shared memory.
-template <class T, bool kAdd>
+// divides 1024 V (C = 32, 64, ...); a thread of 4 channels (float, or half in 8-byte packs, V = 4)
+// keeps their parameters in registers, one of 8 (half in 16-byte packs) reads them from shared memory.
+template <class T, bool kAdd, int V = kPack<T>>
 __device__ void res_phase3(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, const T* xs, const ResShared& sh) {
-  constexpr int V = kPack<T>, L = 32 / V;
+  constexpr int L = 32 / V;
   constexpr bool kHoist = V <= 4;
   const int t = static_cast<int>(threadIdx.x), lane = t % 32, C = plan.C;
   const int packs = (k.len + V - 1) / V;
@@ -272,8 +281,13 @@ __device__ void res_phase3(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
     const std::int64_t e0 = k.begin + static_cast<std::int64_t>(i) * V;
     float xv[V], rv[V], yv[V];
     if (whole) {
-      unpack<V, T>(reinterpret_cast<const uint4*>(xs)[i], xv);
-      if constexpr (kAdd) unpack<V, T>(load_raw<V, T>(a.r + e0), rv);
+      if constexpr (V * sizeof(T) == 16) {
+        unpack<V, T>(reinterpret_cast<const uint4*>(xs)[i], xv);
+        if constexpr (kAdd) unpack<V, T>(load_raw<V, T>(a.r + e0), rv);
+      } else {
+        load_pack<V, T>(xs + i * V, xv);
+        if constexpr (kAdd) load_pack<V, T>(a.r + e0, rv);
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < V; ++j) {
@@ -336,10 +350,10 @@ const void* fwd_v12_kernel() {
   return reinterpret_cast<const void*>(&fwd_v12_resident_kernel<T, kAdd>);
 }
 
-// The dynamic shared memory a block of the kernel may have on the current device (and the kernel
-// set to allow it), or -1 where the kernel cannot run as v12: no sm_90 code in the build, or a GPU
-// before sm_90. Worked out once per device.
-template <class T, bool kAdd>
+// The dynamic shared memory a block of kernel K() may have on the current device (and the kernel
+// set to allow it), or -1 where the kernel cannot run: no sm_90 code in the build, or a GPU before
+// sm_90. Worked out once per device.
+template <const void* (*K)()>
 std::int64_t res_smem_limit() {
   static std::int64_t cache[64];
   static bool known[64] = {};
@@ -350,14 +364,12 @@ std::int64_t res_smem_limit() {
     TUT_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     TUT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     cudaFuncAttributes attr{};
-    TUT_CUDA(cudaFuncGetAttributes(&attr, fwd_v12_kernel<T, kAdd>()));
+    TUT_CUDA(cudaFuncGetAttributes(&attr, K()));
     std::int64_t limit = -1;
     if (major >= 9 && attr.binaryVersion >= 90) {
       limit = optin - static_cast<std::int64_t>(attr.sharedSizeBytes);
-      TUT_CUDA(cudaFuncSetAttribute(fwd_v12_kernel<T, kAdd>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(limit)));
-      TUT_CUDA(cudaFuncSetAttribute(fwd_v12_kernel<T, kAdd>(), cudaFuncAttributePreferredSharedMemoryCarveout,
-                                    cudaSharedmemCarveoutMaxShared));
+      TUT_CUDA(cudaFuncSetAttribute(K(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit)));
+      TUT_CUDA(cudaFuncSetAttribute(K(), cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     }
     cache[dev & 63] = limit;
     known[dev & 63] = true;
@@ -365,13 +377,21 @@ std::int64_t res_smem_limit() {
   return cache[dev & 63];
 }
 
+// Whether x can be held: NHWC, C <= 64, the operands 16-byte aligned, a chunk within `limit`
+// (res_smem_limit); `plan` is set when the layout and alignment allow.
 template <class T, bool kAdd>
-bool resident_fits(const FwdArgs<T>& a, ResPlan& plan) {
+bool resident_fits(const FwdArgs<T>& a, ResPlan& plan, std::int64_t limit) {
   if (a.s.layout != Layout::nhwc || a.s.C > kResMaxC) return false;
   if (!aligned16(a.x) || !aligned16(a.y) || (kAdd && !aligned16(a.r))) return false;
-  const std::int64_t limit = res_smem_limit<T, kAdd>();
   plan = res_plan(a.s, device_limits().sm_count);
   return limit >= 0 && plan.chunk * static_cast<std::int64_t>(sizeof(T)) <= limit;
+}
+
+// Throws where a block with `dyn` bytes of dynamic shared memory cannot be resident.
+inline void res_check_fits(const void* kernel, std::size_t dyn, const char* who) {
+  int per_sm = 0;
+  TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kResBlock, dyn));
+  if (per_sm < 1) throw std::runtime_error(std::string(who) + ": a block of " + std::to_string(dyn) + " bytes does not fit on an SM");
 }
 
 inline std::size_t res_partial_bytes(const Shape4& s) {
@@ -382,13 +402,11 @@ template <class T, bool kAdd>
 void fwd_v12_resident(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v12_resident");
   ResPlan plan;
-  if (!resident_fits<T, kAdd>(a, plan)) return fwd_v5_onchip_cache<T, kAdd>(st, a, ws);
+  if (!resident_fits<T, kAdd>(a, plan, res_smem_limit<fwd_v12_kernel<T, kAdd>>())) return fwd_v5_onchip_cache<T, kAdd>(st, a, ws);
   const Scratch sc(a.s.C, res_partial_bytes(a.s), 0);
   const void* kernel = fwd_v12_kernel<T, kAdd>();
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
-  int per_sm = 0;
-  TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kResBlock, dyn));
-  if (per_sm < 1) throw std::runtime_error("fwd_v12_resident: a block of " + std::to_string(dyn) + " bytes does not fit on an SM");
+  res_check_fits(kernel, dyn, "fwd_v12_resident");
   FwdArgs<T> args = a;
   ChannelParams p = sc.params_at(ws);
   float4* partials = sc.partials_at<float4>(ws);
