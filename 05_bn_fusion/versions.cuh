@@ -36,6 +36,7 @@
 #include "kernels/fwd_v10_cluster_narrow.cuh"
 #include "kernels/fwd_v11_early_loads.cuh"
 #include "kernels/fwd_v12_resident.cuh"
+#include "kernels/fwd_v13_arrivals.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -215,6 +216,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "x held in shared memory (bulk copies), one grid barrier, every block merges",
                                             &fwd_v12_resident<T, kAdd>, &fwd_v12_scratch_bytes<T>,
                                             fwd_v12_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v13_arrivals",
+                                            "v12 without the grid barrier: partials merged as their flags come up; half in 8-byte packs",
+                                            &fwd_v13_arrivals<T, kAdd>, &fwd_v13_scratch_bytes<T>,
+                                            fwd_v13_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -11,6 +11,8 @@
 #include "tut/grading.hpp"
 #include "versions.cuh"
 
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -140,6 +142,73 @@ std::vector<tut::Case> v12_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 64, 9, 11}, {3, 65, 5, 5}, {1, 5, 3, 3}, {2, 16, 3, 1}, {6, 48, 33, 35}, {2, 1, 300, 301}});
 }
 
+// x drawn again from `seed`: uniform in [-2, 2), in x's type (inputs are not refilled before a launch).
+template <class Inst>
+void redraw_x(Inst& inst, std::uint64_t seed) {
+  tut::Operand& x = inst.operand("x");
+  const auto n = static_cast<std::size_t>(x.count());
+  const tut::Random rng(seed);
+  std::vector<unsigned char> bytes(x.bytes());
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(rng.unit(i) * 4.0 - 2.0);
+    if (x.element_bytes() == sizeof(float)) std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
+    else {
+      const __half h = __float2half(v);
+      std::memcpy(bytes.data() + i * sizeof(__half), &h, sizeof(__half));
+    }
+  }
+  TUT_CUDA(cudaMemcpy(x.device(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+}
+
+// Every output and state array's bytes after one launch of trial t (outputs poisoned and state
+// reset first), by name.
+template <class Inst>
+std::map<std::string, std::vector<unsigned char>> bytes_after(const tut::Trial& t, Inst& inst) {
+  t.poison(nullptr);
+  t.before(nullptr);
+  t.launch(nullptr);
+  TUT_CUDA(cudaDeviceSynchronize());
+  std::map<std::string, std::vector<unsigned char>> out;
+  for (const tut::Role role : {tut::Role::output, tut::Role::state})
+    for (const auto& name : inst.names(role)) {
+      const tut::Operand& op = inst.operand(name);
+      auto& b = out[name];
+      b.resize(op.bytes());
+      TUT_CUDA(cudaMemcpy(b.data(), op.device(), b.size(), cudaMemcpyDeviceToHost));
+    }
+  return out;
+}
+
+// v13 against v12 on the same instance: right against the reference on the drawn x, then, x drawn
+// again before each pair of launches, the same bytes in every output and state array. v13 merges in
+// v12's order, so the bits must match; a flag left up by the launch before would let a block merge
+// stale partials (last launch's x) and the bits would differ. Each version keeps one scratch.
+template <class Inst>
+void check_v13_bits(const tut::Problem<Inst>& p, const std::vector<Dims>& dims) {
+  const auto named = [&](const char* name) {
+    for (const auto& v : p.versions)
+      if (v.name == name) return v;
+    FAIL("no version ", name);
+    return p.versions.front();
+  };
+  const int runs = tut::under_sanitizer() ? 2 : 8;
+  for (const auto& d : dims) {
+    const auto c = bn_case(p, d, "NHWC");
+    const auto inst = tut::instantiate(p, c, tut::test_options(p.name, c));
+    const tut::Trial t12 = tut::make_trial(named("v12_resident"), *inst), t13 = tut::make_trial(named("v13_arrivals"), *inst);
+    INFO(p.name, " ", c.name);
+    CHECK(tut::checked_run(t13).ok());
+    for (int k = 0; k < runs; ++k) {
+      redraw_x(*inst, 1000 + static_cast<std::uint64_t>(k));
+      const auto want = bytes_after(t12, *inst), got = bytes_after(t13, *inst);
+      for (const auto& [name, bytes] : want) {
+        INFO(name, ", launch ", k);
+        CHECK(got.at(name) == bytes);
+      }
+    }
+  }
+}
+
 // Each library version's verdict on case c, as a message.
 template <class Inst>
 void report_peers(const tut::Problem<Inst>& p, const tut::Case& c) {
@@ -249,6 +318,25 @@ TEST_SUITE("gpu") {
     check(bn_add_relu_f32());
     check(bn_relu_f16());
     check(bn_add_relu_f16());
+  }
+
+  TEST_CASE("v13_arrivals: every forward, v12's shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    const auto check = [](const auto& p) { check_rung(p, "v13_arrivals", v12_shapes(p)); };
+    check(bn_relu_f32());
+    check(bn_add_relu_f32());
+    check(bn_relu_f16());
+    check(bn_add_relu_f16());
+  }
+
+  TEST_CASE("v13_arrivals: v12's bits in every output, launch after launch on one scratch, x drawn again each time" *
+            tut::needs_gpu()) {
+    // On 132 SMs: 131 blocks at C = 32, 132 at C = 64, 132 at C = 1 (1024 row groups, the first 132
+    // with one block each); fewer blocks than SMs at 2x16x3x1 (3 units).
+    const std::vector<Dims> dims = {{8, 32, 28, 28}, {4, 64, 9, 11}, {2, 1, 300, 301}, {2, 16, 3, 1}};
+    check_v13_bits(bn_relu_f32(), dims);
+    check_v13_bits(bn_add_relu_f32(), dims);
+    check_v13_bits(bn_relu_f16(), dims);
+    check_v13_bits(bn_add_relu_f16(), dims);
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {

@@ -5,6 +5,7 @@
 #include "tut/sass.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -296,6 +297,31 @@ TEST_CASE("v12: x by the copy engine (4 UBLKCP, waited on barriers), r prefetche
     CHECK(count_in(k.code, "VOTE.ANY") == 0);  // no ballots
     CHECK(count_in(k.code, "SHFL.BFLY") >= f.shuffles);
     CHECK(count_in(k.code, "SHFL.BFLY") % f.shuffles == 0);
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}
+
+TEST_CASE("v13: v12's copies and partials without the grid barrier (flags polled with strong loads and sleeps, one "
+          "count out); y in 16-byte packs in float, 8-byte in half, the mask by 3 shuffles; no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const auto& [name, add, half] : {std::tuple{"fwd_v13_arrivals_kernel<float, false>", false, false},
+                                        std::tuple{"fwd_v13_arrivals_kernel<float, true>", true, false},
+                                        std::tuple{"fwd_v13_arrivals_kernel<__half, false>", false, true},
+                                        std::tuple{"fwd_v13_arrivals_kernel<__half, true>", true, true}}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(count_in(k.code, "UBLKCP") == 4);
+    CHECK(count_in(k.code, "UBLKPF.L2") == (add ? 1 : 0));
+    CHECK(count_in(k.code, "ATOM.E") == 0);                   // v12's grid barrier is gone
+    CHECK(count_in(k.code, "ATOMG.E.ADD.STRONG.GPU") == 1);   // the count out
+    CHECK(count_in(k.code, "LDG.E.STRONG.GPU") >= 4);         // the flags: the one waited on, the 3 after it
+    CHECK(count_in(k.code, "NANOSLEEP") > count_in(k.code, "NANOSLEEP.SYNCS"));  // a warp waiting on a flag sleeps
+    CHECK(count_in(k.code, "LDG.E.128.STRONG.GPU") == 4);     // a run of up to 4 partials, loaded at once
+    CHECK(count_in(k.code, half ? "STG.E.EF.64" : "STG.E.EF.128") == 1);  // y's pack
+    CHECK(count_in(k.code, half ? "LDS.64" : "LDS.128") >= 1);            // x's pack, from shared memory
+    CHECK(count_in(k.code, "SHFL.BFLY") >= 3);
+    CHECK(count_in(k.code, "SHFL.BFLY") % 3 == 0);  // 8 lanes of 4 bits share a mask word
     CHECK(tut::count_opcode(k, "LDL") == 0);
     CHECK(tut::count_opcode(k, "STL") == 0);
   }

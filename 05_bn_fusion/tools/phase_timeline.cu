@@ -12,6 +12,7 @@
 #include "kernels/bwd_v6_balanced.cuh"
 #include "kernels/fwd_v7_mask_bytes.cuh"
 #include "kernels/fwd_v12_resident.cuh"
+#include "kernels/fwd_v13_arrivals.cuh"
 #include "tut/timing.hpp"
 
 #include <algorithm>
@@ -127,6 +128,30 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, Channe
   STAMP(3);
   STAMP(4);
   res_phase3<T, kAdd>(a, plan, k, xs, sh);
+  STAMP(5);
+}
+
+// Version 13's phases, stamped: phase 1; its flag set (stamp 2, where v12 leaves the barrier); the
+// merge as the flags come up (phase 2; stamps 3 and 4 the same point); the pass.
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1)
+    probe_fwd13(FwdArgs<T> a, ChannelParams p, float4* partials, unsigned* flags, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ ResShared sh;
+  STAMP(0);
+  const int t = static_cast<int>(threadIdx.x);
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
+  res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
+  STAMP(1);
+  arr_publish(flags, plan.C);
+  STAMP(2);
+  arr_phase2<T>(a, p, plan, partials, flags, sh, gamma, beta);
+  STAMP(3);
+  STAMP(4);
+  res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
+  arr_leave(flags, plan.blocks);
   STAMP(5);
 }
 
@@ -392,12 +417,28 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
 }
 
 // `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6;
+template <class T, bool kAdd>
+void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
+  FwdArgs<T> a;
+  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
+  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd13<T, kAdd>);
+  ResPlan plan = res_plan(s, device_limits().sm_count);
+  const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  const Scratch sc(s.C, res_partial_bytes(s), 0);
+  ChannelParams p = sc.params_at(b.ws);
+  float4* partials = sc.partials_at<float4>(b.ws);
+  unsigned* flags = reinterpret_cast<unsigned*>(static_cast<unsigned char*>(b.ws) + arr_flags_offset<T>(s));
+  void* args[] = {&a, &p, &partials, &flags, &plan};
+  time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
+}
 // `half`: the half forward in NHWC, v3 to v5 at 2 to 4 blocks per SM, with phase 1 loading 2 packs
 // of 8 (32 bytes, as the versions do: `u2`), 4 (`u4`) or 8 (`u8`) before it adds the first; v7.
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
-  if (set != "sweep" && set != "v6" && set != "half" && set != "v12") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12]\n");
+  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13]\n");
     return 2;
   }
   int devices = 0;
@@ -436,6 +477,20 @@ int main(int argc, char** argv) {
     run_fwd12<float, false>("fwd f32 16x32 NHWC v12 warm", f, small, false);
     run_fwd12<__half, false>("fwd f16 16x32 NHWC v12 flush", h, small);
     run_fwd12<float, false>("fwd f32 8x3x224x224 NHWC v12 flush", f, c3);
+    return 0;
+  }
+  if (set == "v13") {  // v12 beside v13, in the same run; "slots" is the chunk, in elements
+    const Shape4 c3{8, 3, 224 * 224, Layout::nhwc};
+    Buffers<float> f(small.numel(), 64);
+    Buffers<__half> h(small.numel(), 64);
+    run_fwd12<float, false>("fwd f32 16x32 NHWC v12 flush", f, small);
+    run_fwd13<float, false>("fwd f32 16x32 NHWC v13 flush", f, small);
+    run_fwd12<float, false>("fwd f32 16x32 NHWC v12 warm", f, small, false);
+    run_fwd13<float, false>("fwd f32 16x32 NHWC v13 warm", f, small, false);
+    run_fwd12<__half, false>("fwd f16 16x32 NHWC v12 flush", h, small);
+    run_fwd13<__half, false>("fwd f16 16x32 NHWC v13 flush", h, small);
+    run_fwd12<float, false>("fwd f32 8x3x224x224 NHWC v12 flush", f, c3);
+    run_fwd13<float, false>("fwd f32 8x3x224x224 NHWC v13 flush", f, c3);
     return 0;
   }
   Buffers<float> b(big.numel(), 64);
