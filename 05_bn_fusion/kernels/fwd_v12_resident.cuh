@@ -232,10 +232,9 @@ __device__ __forceinline__ void res_finish(const FwdArgs<T>& a, const ChannelPar
 }
 
 // Phase 2, after the grid barrier: every block merges every block's partials, in the same order
-// (so every block gets the same bits), into sh.prm; block 0 writes the saved and running statistics.
-template <class T>
-__device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan, const float4* partials,
-                           ResShared& sh, float gamma, float beta) {
+// (so every block gets the same bits): thread t, channel t % C's blocks g, g + G, ... (res_gather),
+// then the tree over the groups (res_finish).
+__device__ __forceinline__ Welford res_gather(const ResPlan& plan, const float4* partials) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   Welford acc{0.0f, 0.0f, 0.0f};
   if (g < G) {
@@ -250,7 +249,13 @@ __device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const Re
       for (int j = 0; j < kResMaxLoads; ++j) acc = merge_fast(acc, Welford{v[j].x, v[j].y, v[j].z});
     }
   }
-  res_finish(a, p, plan, sh, acc, gamma, beta);
+  return acc;
+}
+
+template <class T>
+__device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan, const float4* partials,
+                           ResShared& sh, float gamma, float beta) {
+  res_finish(a, p, plan, sh, res_gather(plan, partials), gamma, beta);
 }
 
 // Phase 3: pack i of the chunk, i = t, t + 1024, ..., from shared memory; a warp's 32 packs are

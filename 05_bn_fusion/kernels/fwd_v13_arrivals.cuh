@@ -53,17 +53,17 @@ __device__ __forceinline__ void arr_publish(unsigned* flags, int C) {
   if (threadIdx.x == 0) arr_store(flags + static_cast<std::int64_t>(blockIdx.x) * kArrStride, 1u);
 }
 
-// Phase 2: thread t's share of channel c = t % C, blocks g + j G for j < J in that order, each merged
-// once its flag is up; then v12's tree.
-template <class T>
-__device__ void arr_phase2(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan, const float4* partials,
-                           const unsigned* flags, ResShared& sh, float gamma, float beta) {
+// Phase 2's loads: thread t's share of channel c = t % C, blocks g + j G for j < J in that order,
+// each merged once its flag is up. Then v12's tree (res_finish). (The phase timeline also runs it
+// with other sleeps, and without the acquire fence, to measure what each costs.)
+template <unsigned kPollNs = kArrPollNs, bool kAcquire = true>
+__device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const float4* partials, const unsigned* flags) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   Welford acc{0.0f, 0.0f, 0.0f};
   const int J = g < G && g < plan.blocks ? (plan.blocks - g + G - 1) / G : 0;
   const auto flag = [&](int j) { return flags + static_cast<std::int64_t>(g + j * G) * kArrStride; };
   for (int j = 0; j < J;) {
-    while (arr_load(flag(j)) == 0u) __nanosleep(kArrPollNs);
+    while (arr_load(flag(j)) == 0u) __nanosleep(kPollNs);
     // The run of flags up from j on, one round of loads.
     bool up[kResMaxLoads];
     up[0] = true;
@@ -72,7 +72,7 @@ __device__ void arr_phase2(const FwdArgs<T>& a, const ChannelParams& p, const Re
     int m = 1;
 #pragma unroll
     for (int i = 1; i < kResMaxLoads; ++i) m += (m == i && up[i]) ? 1 : 0;
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");  // the flags seen before the partials they guard
+    if constexpr (kAcquire) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // the flags seen before the partials they guard
     float4 v[kResMaxLoads];
 #pragma unroll
     for (int i = 0; i < kResMaxLoads; ++i)
@@ -82,7 +82,7 @@ __device__ void arr_phase2(const FwdArgs<T>& a, const ChannelParams& p, const Re
       if (i < m) acc = merge_fast(acc, Welford{v[i].x, v[i].y, v[i].z});
     j += m;
   }
-  res_finish(a, p, plan, sh, acc, gamma, beta);
+  return acc;
 }
 
 // After phase 2 (every thread of the block is past its last look at a flag): the block counts itself
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kResBlock, 1)
   const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
   res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
   arr_publish(flags, plan.C);
-  arr_phase2<T>(a, p, plan, partials, flags, sh, gamma, beta);
+  res_finish(a, p, plan, sh, arr_gather(plan, partials, flags), gamma, beta);
   res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
   arr_leave(flags, plan.blocks);
 }

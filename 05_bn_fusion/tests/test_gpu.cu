@@ -185,7 +185,8 @@ std::map<std::string, std::vector<unsigned char>> bytes_after(const tut::Trial& 
 // stale partials (last launch's x) and the bits would differ. Each version keeps one scratch.
 template <class Inst>
 void check_v13_bits(const tut::Problem<Inst>& p, const std::vector<Dims>& dims) {
-  const auto named = [&](const char* name) {
+  // A reference into p.versions: a trial keeps a reference to its version.
+  const auto named = [&](const char* name) -> const tut::Version<Inst>& {
     for (const auto& v : p.versions)
       if (v.name == name) return v;
     FAIL("no version ", name);

@@ -24,6 +24,9 @@
 using namespace ch05;
 
 __device__ unsigned long long g_t[6][4096];
+// What each stamp marks, as printed. v12 and v13 (sets v12 and v13) stamp between the gather of the
+// partials and the tree instead of at a second barrier.
+const char* g_stamp_names[6] = {"start", "p1 end", "sync1 out", "p2 end", "sync2 out", "end"};
 __device__ __forceinline__ unsigned long long gtime() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -124,8 +127,9 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, Channe
   STAMP(1);
   cg::this_grid().sync();
   STAMP(2);
-  res_phase2<T>(a, p, plan, partials, sh, gamma, beta);
+  const Welford mine = res_gather(plan, partials);
   STAMP(3);
+  res_finish(a, p, plan, sh, mine, gamma, beta);
   STAMP(4);
   res_phase3<T, kAdd>(a, plan, k, xs, sh);
   STAMP(5);
@@ -133,7 +137,7 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, Channe
 
 // Version 13's phases, stamped: phase 1; its flag set (stamp 2, where v12 leaves the barrier); the
 // merge as the flags come up (phase 2; stamps 3 and 4 the same point); the pass.
-template <class T, bool kAdd>
+template <class T, bool kAdd, unsigned kPollNs = kArrPollNs, bool kAcquire = true>
 __global__ void __launch_bounds__(kResBlock, 1)
     probe_fwd13(FwdArgs<T> a, ChannelParams p, float4* partials, unsigned* flags, ResPlan plan) {
   extern __shared__ __align__(128) unsigned char ch05_resident[];
@@ -147,8 +151,9 @@ __global__ void __launch_bounds__(kResBlock, 1)
   STAMP(1);
   arr_publish(flags, plan.C);
   STAMP(2);
-  arr_phase2<T>(a, p, plan, partials, flags, sh, gamma, beta);
+  const Welford mine = arr_gather<kPollNs, kAcquire>(plan, partials, flags);
   STAMP(3);
+  res_finish(a, p, plan, sh, mine, gamma, beta);
   STAMP(4);
   res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
   arr_leave(flags, plan.blocks);
@@ -235,8 +240,9 @@ void report(const char* what, double ms, int grid) {
   const unsigned long long T0 = *std::min_element(t0.begin(), t0.end());
   auto mn = [&](int k) { auto c = col(k); return (*std::min_element(c.begin(), c.end()) - T0) / 1000.0; };
   auto mx = [&](int k) { auto c = col(k); return (*std::max_element(c.begin(), c.end()) - T0) / 1000.0; };
-  std::printf("%-44s %8.1f us | start %.1f-%.1f | p1 end %.1f-%.1f | sync1 out %.1f-%.1f | p2 end %.1f-%.1f | sync2 out %.1f-%.1f | end %.1f-%.1f\n",
-              what, ms * 1000, mn(0), mx(0), mn(1), mx(1), mn(2), mx(2), mn(3), mx(3), mn(4), mx(4), mn(5), mx(5));
+  std::printf("%-44s %8.1f us", what, ms * 1000);
+  for (int k = 0; k < 6; ++k) std::printf(" | %s %.1f-%.1f", g_stamp_names[k], mn(k), mx(k));
+  std::printf("\n");
 }
 
 // A probe kernel launched cooperatively, timed, and its last launch's stamps reported.
@@ -417,12 +423,12 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
 }
 
 // `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6;
-template <class T, bool kAdd>
+template <class T, bool kAdd, unsigned kPollNs = kArrPollNs, bool kAcquire = true>
 void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   FwdArgs<T> a;
   a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
   a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
-  const void* kernel = reinterpret_cast<const void*>(&probe_fwd13<T, kAdd>);
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd13<T, kAdd, kPollNs, kAcquire>);
   ResPlan plan = res_plan(s, device_limits().sm_count);
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
   TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
@@ -468,6 +474,11 @@ int main(int argc, char** argv) {
     run_fwd7<__half, false, SmemCache<__half, 1, 3>>("fwd f16 16x32 NHWC v7<3> flush", h, small);
     return 0;
   }
+  if (set == "v12" || set == "v13") {
+    g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|flag set";
+    g_stamp_names[3] = "gathered";
+    g_stamp_names[4] = "merged";
+  }
   if (set == "v12") {  // "slots" in these lines is v12's chunk, in elements
     const Shape4 c3{8, 3, 224 * 224, Layout::nhwc};
     Buffers<float> f(small.numel(), 64);
@@ -485,6 +496,8 @@ int main(int argc, char** argv) {
     Buffers<__half> h(small.numel(), 64);
     run_fwd12<float, false>("fwd f32 16x32 NHWC v12 flush", f, small);
     run_fwd13<float, false>("fwd f32 16x32 NHWC v13 flush", f, small);
+    run_fwd13<float, false, 32>("fwd f32 16x32 NHWC v13 sleep 32 flush", f, small);
+    run_fwd13<float, false, kArrPollNs, false>("fwd f32 16x32 NHWC v13 no acquire flush", f, small);
     run_fwd12<float, false>("fwd f32 16x32 NHWC v12 warm", f, small, false);
     run_fwd13<float, false>("fwd f32 16x32 NHWC v13 warm", f, small, false);
     run_fwd12<__half, false>("fwd f16 16x32 NHWC v12 flush", h, small);
