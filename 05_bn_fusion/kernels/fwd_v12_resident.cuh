@@ -162,28 +162,29 @@ __device__ __forceinline__ void res_tree(Welford* red, int C, int G, int t) {
   __syncthreads();
 }
 
-// Phase 1: the chunk into shared memory, the block's statistics per channel into partials[block].
+// Phase 1: the chunk into shared memory, and thread t's sums of it (res_sums); then the block's
+// statistics per channel into partials[block] (Chan's merge over the groups in a tree).
 // Thread t is channel c = t % C of row group g = t / C and sums the rows g, g + G, ... as deviations
 // from its own first value K: with K one of the values it sums, (K - mean)^2 <= M2, so the sum of
 // squares it forms is at most (n + 1) times the M2 it stands for, and the subtraction that recovers
 // M2 loses at most about log2(n + 1) bits (n, the chunk's elements over 1024 threads, is at most
-// 110 here); at x = 1000 + noise, x - K is exact. Then the
-// thread's (n, mean, M2), and Chan's merge over the groups.
+// 110 here); at x = 1000 + noise, x - K is exact. Returns the thread's (n, mean, M2). `bars`: the
+// pieces' kResPieces barriers, in shared memory.
 template <class T, bool kAdd>
-__device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs, ResShared& sh,
-                           float4* partials) {
+__device__ __forceinline__ Welford res_sums(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
+                                            std::uint64_t* bars) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   const int rows = k.len / C;
   const bool mine = g < G && g < rows;
   const float K = mine ? to_float(a.x[k.begin + static_cast<std::int64_t>(g) * C + c]) : 0.0f;
   if (t == 0)
-    for (int q = 0; q < kResPieces; ++q) mbar_init(&sh.bars[q]);
+    for (int q = 0; q < kResPieces; ++q) mbar_init(&bars[q]);
   if (t < k.len - k.bulk) xs[k.bulk + t] = a.x[k.begin + k.bulk + t];
   __syncthreads();
   if (t == 0) {
     for (int q = 0; q < kResPieces; ++q) {
       const int e0 = res_piece_start(plan, k.units, q, k.bulk), e1 = res_piece_start(plan, k.units, q + 1, k.bulk);
-      if (e1 > e0) bulk_load(xs + e0, a.x + k.begin + e0, static_cast<unsigned>((e1 - e0) * sizeof(T)), &sh.bars[q]);
+      if (e1 > e0) bulk_load(xs + e0, a.x + k.begin + e0, static_cast<unsigned>((e1 - e0) * sizeof(T)), &bars[q]);
     }
     if constexpr (kAdd)
       if (k.bulk > 0) bulk_prefetch_l2(a.r + k.begin, static_cast<unsigned>(k.bulk * sizeof(T)));
@@ -191,7 +192,7 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
   float s1 = 0.0f, s2 = 0.0f;
   int i = g * C + c;  // the thread's next element of the chunk
   for (int q = 0; q < kResPieces; ++q) {
-    if (res_piece_start(plan, k.units, q + 1, k.bulk) > res_piece_start(plan, k.units, q, k.bulk)) mbar_wait(&sh.bars[q]);
+    if (res_piece_start(plan, k.units, q + 1, k.bulk) > res_piece_start(plan, k.units, q, k.bulk)) mbar_wait(&bars[q]);
     const int end = res_piece_start(plan, k.units, q + 1, k.len);  // the last piece's: len
     if (g < G) {
 #pragma unroll 4
@@ -209,9 +210,17 @@ __device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResCh
     w.mean = K + q;
     w.m2 = fmaxf(0.0f, fmaf(-s1, q, s2));
   }
-  sh.red[t] = w;
-  res_tree(sh.red, C, G, t);
-  if (t < C) partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = make_float4(sh.red[t].n, sh.red[t].mean, sh.red[t].m2, 0.0f);
+  return w;
+}
+
+template <class T, bool kAdd>
+__device__ void res_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs, ResShared& sh,
+                           float4* partials) {
+  const int t = static_cast<int>(threadIdx.x);
+  sh.red[t] = res_sums<T, kAdd>(a, plan, k, xs, sh.bars);
+  res_tree(sh.red, plan.C, plan.G, t);
+  if (t < plan.C)
+    partials[static_cast<std::int64_t>(blockIdx.x) * plan.C + t] = make_float4(sh.red[t].n, sh.red[t].mean, sh.red[t].m2, 0.0f);
 }
 
 // Phase 2's end, once thread t holds `acc`, its share of channel t % C over all blocks: Chan's merge
@@ -263,8 +272,8 @@ __device__ void res_phase2(const FwdArgs<T>& a, const ChannelParams& p, const Re
 // channels of a thread's packs move by (1024 V) % C from one pack to the next: not at all when C
 // divides 1024 V (C = 32, 64, ...); a thread of 4 channels (float, or half in 8-byte packs, V = 4)
 // keeps their parameters in registers, one of 8 (half in 16-byte packs) reads them from shared memory.
-template <class T, bool kAdd, int V = kPack<T>>
-__device__ void res_phase3(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, const T* xs, const ResShared& sh) {
+template <class T, bool kAdd, int V = kPack<T>, class Shared = ResShared>
+__device__ void res_phase3(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, const T* xs, const Shared& sh) {
   constexpr int L = 32 / V;
   constexpr bool kHoist = V <= 4;
   const int t = static_cast<int>(threadIdx.x), lane = t % 32, C = plan.C;

@@ -1,42 +1,67 @@
-// fwd v13_arrivals: v12 without its grid barrier. Each block publishes its partials with a flag of
-// its own; each thread merges its share of the blocks' partials as their flags come up, in a fixed
-// order, so that by the time the last block publishes, the others have merged everything but it.
-// And half's pass in packs of 4 (8 bytes), so that a thread's 4 channels' parameters stay in
-// registers, as float's do.
+// fwd v13_arrivals: v12 without its grid barrier, its block merges in warps, and half's pass in
+// packs of 4. Each block publishes its statistics as tagged words; each thread merges its share of
+// the blocks' statistics as they arrive, in v12's order; each channel's groups are merged by the
+// lanes of a warp, in v12's pairs. The statistics have v12's bits.
 //
-// What changed since v12. v12's phase timeline (results/NVIDIA_H200.v12_phases.txt, float,
-// 16x32x112x112 NHWC) has the blocks end phase 1 between 8.8 and 11.0 us; they leave the grid
-// barrier at 11.9 to 12.1 us, and only then does every block load the 132 partials and merge them,
-// 3.4 to 4.2 us more. The early blocks spend 2 us waiting for the last, with nothing to do.
-//   The flags. Block b writes its partials, fences, and sets flag b (one 128-byte line per flag).
-//   Thread t of row group g owns blocks g, g + G, g + 2G, ... (as in v12) and merges them in that
-//   order: it waits for the next one's flag, checks in one round of loads which of the following
-//   flags are up too, fences (the acquire), loads the partials of that run at once and merges
-//   them. The order of the merges is v12's, so the statistics have v12's bits. After the last
-//   flag, a thread has one partial or a few left, then the tree, where v12 had the barrier, all
-//   the loads and the tree.
-//   The flags clean themselves: each block counts itself out after its phase 2, and the last block
-//   out sets every flag and the count back to zero (the scratch starts zeroed), so a launch needs
-//   no reset and no second barrier. The launch is still cooperative: a block that waits on a flag
-//   needs the block that sets it to be resident.
+// What changed since v12. The phase timeline (results/NVIDIA_H200.v13_phases.txt, float,
+// 16x32x112x112 NHWC, v12 stamped between the gather of the partials and the tree) splits v12's
+// 3.4 to 4.2 us after the barrier into the gather, 1.2 to 1.7 us, and the tree over the 32 row
+// groups with its finish, 2.0 to 2.9 us; at 8x3x224x224 (341 groups, 9 levels) the tree takes 3.6
+// to 4.5 us. Phase 1 ends in the same tree. So:
+//   The merges of a block. A level of v12's tree is a block barrier, an integer modulo, two 12-byte
+//   shared loads and a merge: 0.4 to 0.6 us a level by the timeline. Here thread t stores its
+//   (n, mean, M2) as three floats, a channel's groups in a row of G + 1 (so that neither the stores
+//   nor a warp's loads of one channel meet in a bank), and one warp merges a channel's groups by
+//   shuffles, lane l holding group 32q + l, in the
+//   tree's own pairs (level s: group g takes g + s when g % 2s == 0), so the bits are v12's; where a
+//   channel has more than 32 groups (C < 32), the 32-group results go through a second round of the
+//   same. Three block barriers instead of one per level.
+//   No grid barrier. v12's barrier costs about 1 us after the last block's phase 1 (the timeline's
+//   p1 end to sync out). A first form of v13 replaced it by a flag per block and an acquire fence
+//   per thread: the fences cost what the barrier had (results/NVIDIA_H200.v13_phases.txt, the
+//   "v13 flags" lines). Here the statistics carry their own flag: each is a 64-bit word, the float
+//   in its low half and the launch's tag in its high half, written and read whole (a 64-bit access
+//   is single-copy atomic), so a reader that sees the tag sees the value, with no fence on either
+//   side. A per-block flag (also the tag, one 128-byte line each) is only a hint for the waiting
+//   warps: they sleep on it rather than on 132 x C words. The tag is the launch's number: read at
+//   the start from a count in the scratch, plus one; each block counts itself out at its end, and
+//   the last sets the count to the tag, so the next launch's tag differs and nothing is reset.
+//   (The count is 32 bits: a tag repeats after 2^32 launches on one scratch.) The count (n) of a
+//   block's statistics is not sent: it is the block's rows, known to every block from the plan.
 //   Half's pass. v12's half pass took about 14 us in the timeline against float's 7: its threads
 //   each have 8 channels, and read the parameters from shared memory for every element. In packs
-//   of 4 (8-byte loads and stores), a thread has 4 channels, their parameters in 12 registers.
-// Prediction: at 16x32x112x112 NHWC float, the end of the merge from 15.3 to 16.3 us (v12) to
-// about 1.5 us after the last block's phase 1 (12 to 13 us), about 3 us off v12's 27; half's pass
-// near float's 7 us, its kernel near float's time.
+//   of 4 (8-byte loads and stores), a thread has 4 channels, their parameters in registers.
+// Prediction: the two trees from about 2 us each to a few hundred ns, the barrier's 1 us gone: about
+// 4 us off v12's 27 at 16x32x112x112 float; half's pass near float's 7 us.
 // Evidence: tools/phase_timeline.cu v13 (v12 and v13 in one run); the benchmark and the race
-// against PyTorch; the GPU test that v13's outputs and statistics have v12's bits.
+// against PyTorch; the GPU test that v13's outputs have v12's bits, launch after launch.
 #pragma once
 
 #include "kernels/fwd_v12_resident.cuh"
 
 namespace ch05 {
 
-inline constexpr int kArrStride = 32;      // unsigneds from one flag to the next: a 128-byte line each
 inline constexpr unsigned kArrPollNs = 128;  // a waiting warp's sleep between two looks at a flag
+inline constexpr int kArrStride = 32;        // unsigneds from one flag to the next: a 128-byte line each
 
-// Strong (L2) loads and stores of a flag, without ordering: the fences around them order the partials.
+// ---- Tagged words: a float and the launch's tag, one 64-bit access -----------------------------------
+
+__device__ __forceinline__ unsigned long long arr_word(float v, unsigned tag) {
+  return static_cast<unsigned long long>(tag) << 32 | __float_as_uint(v);
+}
+__device__ __forceinline__ float arr_value(unsigned long long w) { return __uint_as_float(static_cast<unsigned>(w)); }
+__device__ __forceinline__ unsigned arr_tag(unsigned long long w) { return static_cast<unsigned>(w >> 32); }
+
+// A block's statistics of one channel: (mean, M2), each tagged; 16 bytes, two 64-bit words.
+__device__ __forceinline__ void arr_put(ulonglong2* p, float mean, float m2, unsigned tag) {
+  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(arr_word(mean, tag)), "l"(arr_word(m2, tag))
+               : "memory");
+}
+__device__ __forceinline__ ulonglong2 arr_get(const ulonglong2* p) {
+  ulonglong2 v;
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ unsigned arr_load(const unsigned* p) {
   unsigned v;
   asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -46,70 +71,169 @@ __device__ __forceinline__ void arr_store(unsigned* p, unsigned v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// After phase 1: this block's partials are written (by threads t < C); flag blockIdx.x says so.
-__device__ __forceinline__ void arr_publish(unsigned* flags, int C) {
-  if (static_cast<int>(threadIdx.x) < C) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // the partial before the flag
-  __syncthreads();
-  if (threadIdx.x == 0) arr_store(flags + static_cast<std::int64_t>(blockIdx.x) * kArrStride, 1u);
+// The scratch v13 keeps past what v5 and v12 use: the statistics (up to one block per SM), the
+// flags, the launch count and the count of blocks out. Past v5's part, so that where v13 runs v5,
+// v5's state never lands on a word v13 reads as tagged.
+struct ArrScratch {
+  ulonglong2* stats;
+  unsigned *flags, *launches, *out;
+};
+
+// ---- The block's merge, in warps ------------------------------------------------------------------------
+
+// The kernel's static shared memory: the copies' barriers; each thread's (n, mean, M2) as three
+// floats, channel c's G groups at c (G + 1) + g (a warp storing one group's channels, or loading one
+// channel's groups, touches 32 banks); the 32-group results; each channel's total; the pass's
+// parameters (mean, gamma * invstd, beta); the launch's tag.
+struct ArrShared {
+  std::uint64_t bars[kResPieces];
+  float n[kResBlock + kResMaxC], mean[kResBlock + kResMaxC], m2[kResBlock + kResMaxC];
+  Welford part[2 * kResMaxC];
+  Welford tot[kResMaxC];
+  float4 prm[kResMaxC];
+  unsigned tag;
+};
+
+// Lanes l < count hold v; level s: lane l takes lane l + s when l % 2s == 0 and l + s < count.
+// res_tree's pairs, so its merges, in its order. Lane 0 ends with the total.
+__device__ __forceinline__ Welford arr_warp_tree(Welford v, int lane, int count) {
+#pragma unroll
+  for (int s = 1; s < 32; s *= 2) {
+    const Welford o = {__shfl_down_sync(kFullWarp, v.n, s), __shfl_down_sync(kFullWarp, v.mean, s),
+                       __shfl_down_sync(kFullWarp, v.m2, s)};
+    if (lane % (2 * s) == 0 && lane + s < count) v = merge_fast(v, o);
+  }
+  return v;
 }
 
-// Phase 2's loads: thread t's share of channel c = t % C, blocks g + j G for j < J in that order,
-// each merged once its flag is up. Then v12's tree (res_finish). (The phase timeline also runs it
-// with other sleeps, and without the acquire fence, to measure what each costs.)
-template <unsigned kPollNs = kArrPollNs, bool kAcquire = true>
-__device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const float4* partials, const unsigned* flags) {
+// Thread t's `mine` (group t / C of channel t % C) merged per channel over the G groups, in
+// res_tree's pairs: each warp takes (channel, 32-group chunk) pairs, lane l group 32q + l; where
+// there is more than one chunk, a warp per channel merges the chunks' results the same way.
+// sh.tot[c] holds channel c's total on return. Every thread calls it.
+__device__ __forceinline__ void arr_block_merge(ArrShared& sh, Welford mine, int C, int G) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32, P = G + 1;
+  const int Q = (G + 31) / 32;
+  if (t / C < G) {
+    const int i = t % C * P + t / C;
+    sh.n[i] = mine.n, sh.mean[i] = mine.mean, sh.m2[i] = mine.m2;
+  }
+  __syncthreads();
+  for (int pair = warp; pair < C * Q; pair += kResBlock / 32) {
+    const int c = pair % C, q = pair / C, g = 32 * q + lane;
+    Welford v{0.0f, 0.0f, 0.0f};
+    if (g < G) v = {sh.n[c * P + g], sh.mean[c * P + g], sh.m2[c * P + g]};
+    v = arr_warp_tree(v, lane, G - 32 * q);
+    if (lane == 0) (Q == 1 ? sh.tot[c] : sh.part[q * C + c]) = v;
+  }
+  __syncthreads();
+  if (Q > 1) {
+    for (int c = warp; c < C; c += kResBlock / 32) {
+      Welford v = lane < Q ? sh.part[lane * C + c] : Welford{0.0f, 0.0f, 0.0f};
+      v = arr_warp_tree(v, lane, Q);
+      if (lane == 0) sh.tot[c] = v;
+    }
+    __syncthreads();
+  }
+}
+
+// ---- Phase 2: the blocks' statistics as they arrive ---------------------------------------------------
+
+// Block b's rows (its count per channel), from the plan.
+__device__ __forceinline__ float arr_rows(const ResPlan& plan, int b) {
+  const std::int64_t begin = static_cast<std::int64_t>(b) * plan.chunk;
+  const std::int64_t len = plan.n - begin < plan.chunk ? plan.n - begin : plan.chunk;
+  return static_cast<float>(len / plan.C);
+}
+
+// Thread t's share of channel c = t % C: blocks g + j G for j < J, merged in that order, each once
+// its words carry this launch's tag. A warp sleeps on the next block's flag, looks at the flags of
+// the few after it in one round, loads that run's words at once, and merges the prefix whose tags
+// are right (a word whose tag is not yet there is loaded again).
+__device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const ArrScratch& s, unsigned tag) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   Welford acc{0.0f, 0.0f, 0.0f};
   const int J = g < G && g < plan.blocks ? (plan.blocks - g + G - 1) / G : 0;
-  const auto flag = [&](int j) { return flags + static_cast<std::int64_t>(g + j * G) * kArrStride; };
+  const auto flag = [&](int j) { return s.flags + static_cast<std::int64_t>(g + j * G) * kArrStride; };
   for (int j = 0; j < J;) {
-    while (arr_load(flag(j)) == 0u) __nanosleep(kPollNs);
-    // The run of flags up from j on, one round of loads.
+    while (arr_load(flag(j)) != tag) __nanosleep(kArrPollNs);
     bool up[kResMaxLoads];
     up[0] = true;
 #pragma unroll
-    for (int i = 1; i < kResMaxLoads; ++i) up[i] = j + i < J && arr_load(flag(j + i)) != 0u;
+    for (int i = 1; i < kResMaxLoads; ++i) up[i] = j + i < J && arr_load(flag(j + i)) == tag;
     int m = 1;
 #pragma unroll
     for (int i = 1; i < kResMaxLoads; ++i) m += (m == i && up[i]) ? 1 : 0;
-    if constexpr (kAcquire) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // the flags seen before the partials they guard
-    float4 v[kResMaxLoads];
+    ulonglong2 w[kResMaxLoads];
 #pragma unroll
     for (int i = 0; i < kResMaxLoads; ++i)
-      v[i] = i < m ? __ldcg(partials + static_cast<std::int64_t>(g + (j + i) * G) * C + c) : make_float4(0, 0, 0, 0);
+      if (i < m) w[i] = arr_get(s.stats + static_cast<std::int64_t>(g + (j + i) * G) * C + c);
+    int ok = 0;
 #pragma unroll
-    for (int i = 0; i < kResMaxLoads; ++i)
-      if (i < m) acc = merge_fast(acc, Welford{v[i].x, v[i].y, v[i].z});
-    j += m;
+    for (int i = 0; i < kResMaxLoads; ++i) {
+      if (ok == i && i < m && arr_tag(w[i].x) == tag && arr_tag(w[i].y) == tag) {
+        acc = merge_fast(acc, Welford{arr_rows(plan, g + (j + i) * G), arr_value(w[i].x), arr_value(w[i].y)});
+        ++ok;
+      }
+    }
+    if (ok == 0) __nanosleep(kArrPollNs);  // flag up, words not yet: look again
+    j += ok;
   }
   return acc;
 }
 
-// After phase 2 (every thread of the block is past its last look at a flag): the block counts itself
-// out; the last block out sets the flags and the count back to zero for the next launch.
-__device__ __forceinline__ void arr_leave(unsigned* flags, int blocks) {
-  if (threadIdx.x != 0) return;
-  unsigned* out = flags + static_cast<std::int64_t>(blocks) * kArrStride;
-  if (atomicAdd(out, 1u) == static_cast<unsigned>(blocks) - 1) {
-    for (int b = 0; b < blocks; ++b) flags[static_cast<std::int64_t>(b) * kArrStride] = 0u;
-    *out = 0u;
+// The pass's parameters from each channel's total; block 0 writes the saved and running statistics.
+template <class T>
+__device__ __forceinline__ void arr_finish(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan,
+                                           ArrShared& sh, float gamma, float beta) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < plan.C) {
+    const Welford tot = sh.tot[t];
+    sh.prm[t] = make_float4(tot.mean, gamma * invstd_of(tot, static_cast<float>(a.s.per_channel()), a.eps), beta, 0.0f);
+    if (blockIdx.x == 0) finish_forward_channel(a, p, t, tot);
   }
+  __syncthreads();
+}
+
+// At the block's end: it counts itself out; the last block out makes this launch's tag the count,
+// and the count of blocks out zero, for the next launch.
+__device__ __forceinline__ void arr_leave(const ArrScratch& s, int blocks, unsigned tag) {
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(s.out, 1u) == static_cast<unsigned>(blocks) - 1) {
+    arr_store(s.launches, tag);
+    arr_store(s.out, 0u);
+  }
+}
+
+// The parts of the kernel, in order (tools/phase_timeline.cu stamps between them).
+template <class T, bool kAdd>
+__device__ __forceinline__ Welford arr_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
+                                              ArrShared& sh, const ArrScratch& s) {
+  if (threadIdx.x == 0) sh.tag = arr_load(s.launches) + 1;  // read by all after res_sums' barrier
+  return res_sums<T, kAdd>(a, plan, k, xs, sh.bars);
+}
+// This block's statistics, tagged, and its flag.
+__device__ __forceinline__ void arr_publish(const ResPlan& plan, ArrShared& sh, const ArrScratch& s) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < plan.C) arr_put(s.stats + static_cast<std::int64_t>(blockIdx.x) * plan.C + t, sh.tot[t].mean, sh.tot[t].m2, sh.tag);
+  __syncthreads();  // the words issued before the flag: a hint, the tags are what a reader trusts
+  if (t == 0) arr_store(s.flags + static_cast<std::int64_t>(blockIdx.x) * kArrStride, sh.tag);
 }
 
 template <class T, bool kAdd>
 __global__ void __launch_bounds__(kResBlock, 1)
-    fwd_v13_arrivals_kernel(FwdArgs<T> a, ChannelParams p, float4* partials, unsigned* flags, ResPlan plan) {
+    fwd_v13_arrivals_kernel(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
   extern __shared__ __align__(128) unsigned char ch05_resident[];
   T* xs = reinterpret_cast<T*>(ch05_resident);
-  __shared__ ResShared sh;
+  __shared__ ArrShared sh;
   const int t = static_cast<int>(threadIdx.x);
   const ResChunk k = res_chunk<T>(plan);
   const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
-  res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
-  arr_publish(flags, plan.C);
-  res_finish(a, p, plan, sh, arr_gather(plan, partials, flags), gamma, beta);
+  arr_block_merge(sh, arr_phase1<T, kAdd>(a, plan, k, xs, sh, s), plan.C, plan.G);
+  arr_publish(plan, sh, s);
+  arr_block_merge(sh, arr_gather(plan, s, sh.tag), plan.C, plan.G);
+  arr_finish(a, p, plan, sh, gamma, beta);
   res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
-  arr_leave(flags, plan.blocks);
+  arr_leave(s, plan.blocks, sh.tag);
 }
 
 // ---- Launcher -----------------------------------------------------------------------------------------
@@ -119,34 +243,44 @@ const void* fwd_v13_kernel() {
   return reinterpret_cast<const void*>(&fwd_v13_arrivals_kernel<T, kAdd>);
 }
 
-// The flags (one line each, up to one per SM) and the count of blocks out, after everything v5 and
-// v12 use of the scratch (where v13 runs v5, v5's state cannot land on a flag).
+// Where v13's part of the scratch starts, and how long it is.
 template <class T>
-std::size_t arr_flags_offset(const Shape4& s) {
-  return Scratch::up(std::max(fwd_v5_scratch_bytes<T>(s), Scratch(s.C, res_partial_bytes(s), 0).total));
+std::size_t arr_offset(const Shape4& s) {
+  return Scratch::up(std::max(fwd_v5_scratch_bytes<T>(s), Scratch(s.C, 0, 0).total));
 }
-inline std::size_t arr_flags_bytes() { return static_cast<std::size_t>(device_limits().sm_count + 1) * kArrStride * sizeof(unsigned); }
+inline std::size_t arr_bytes(const Shape4& s) {
+  const auto sms = static_cast<std::size_t>(device_limits().sm_count);
+  return Scratch::up(sms * static_cast<std::size_t>(s.C) * sizeof(ulonglong2)) + (sms + 2) * kArrStride * sizeof(unsigned);
+}
+inline ArrScratch arr_scratch(void* ws, std::size_t offset, const Shape4& s) {
+  unsigned char* base = static_cast<unsigned char*>(ws) + offset;
+  const auto sms = static_cast<std::size_t>(device_limits().sm_count);
+  ArrScratch r;
+  r.stats = reinterpret_cast<ulonglong2*>(base);
+  r.flags = reinterpret_cast<unsigned*>(base + Scratch::up(sms * static_cast<std::size_t>(s.C) * sizeof(ulonglong2)));
+  r.launches = r.flags + sms * kArrStride;
+  r.out = r.launches + kArrStride;
+  return r;
+}
 
 template <class T, bool kAdd>
 void fwd_v13_arrivals(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v13_arrivals");
   ResPlan plan;
   if (!resident_fits<T, kAdd>(a, plan, res_smem_limit<fwd_v13_kernel<T, kAdd>>())) return fwd_v5_onchip_cache<T, kAdd>(st, a, ws);
-  const Scratch sc(a.s.C, res_partial_bytes(a.s), 0);
   const void* kernel = fwd_v13_kernel<T, kAdd>();
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
   res_check_fits(kernel, dyn, "fwd_v13_arrivals");
   FwdArgs<T> args = a;
-  ChannelParams p = sc.params_at(ws);
-  float4* partials = sc.partials_at<float4>(ws);
-  unsigned* flags = reinterpret_cast<unsigned*>(static_cast<unsigned char*>(ws) + arr_flags_offset<T>(a.s));
-  void* kargs[] = {&args, &p, &partials, &flags, &plan};
+  ChannelParams p = Scratch(a.s.C, 0, 0).params_at(ws);
+  ArrScratch s = arr_scratch(ws, arr_offset<T>(a.s), a.s);
+  void* kargs[] = {&args, &p, &s, &plan};
   TUT_CUDA(cudaLaunchCooperativeKernel(kernel, plan.blocks, kResBlock, kargs, dyn, st));
 }
 
 template <class T>
 std::size_t fwd_v13_scratch_bytes(const Shape4& s) {
-  return arr_flags_offset<T>(s) + arr_flags_bytes();
+  return arr_offset<T>(s) + arr_bytes(s);
 }
 
 template <class T, bool kAdd>

@@ -135,28 +135,30 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, Channe
   STAMP(5);
 }
 
-// Version 13's phases, stamped: phase 1; its flag set (stamp 2, where v12 leaves the barrier); the
-// merge as the flags come up (phase 2; stamps 3 and 4 the same point); the pass.
-template <class T, bool kAdd, unsigned kPollNs = kArrPollNs, bool kAcquire = true>
-__global__ void __launch_bounds__(kResBlock, 1)
-    probe_fwd13(FwdArgs<T> a, ChannelParams p, float4* partials, unsigned* flags, ResPlan plan) {
+// Version 13's phases, stamped: phase 1's sums; the block's merge and its statistics published
+// (stamp 2, where v12 leaves the barrier); the gather as they arrive (stamp 3); the block's merge
+// of the gathered and the pass's parameters (stamp 4); the pass.
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd13(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
   extern __shared__ __align__(128) unsigned char ch05_resident[];
   T* xs = reinterpret_cast<T*>(ch05_resident);
-  __shared__ ResShared sh;
+  __shared__ ArrShared sh;
   STAMP(0);
   const int t = static_cast<int>(threadIdx.x);
   const ResChunk k = res_chunk<T>(plan);
   const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
-  res_phase1<T, kAdd>(a, plan, k, xs, sh, partials);
+  const Welford w = arr_phase1<T, kAdd>(a, plan, k, xs, sh, s);
   STAMP(1);
-  arr_publish(flags, plan.C);
+  arr_block_merge(sh, w, plan.C, plan.G);
+  arr_publish(plan, sh, s);
   STAMP(2);
-  const Welford mine = arr_gather<kPollNs, kAcquire>(plan, partials, flags);
+  const Welford mine = arr_gather(plan, s, sh.tag);
   STAMP(3);
-  res_finish(a, p, plan, sh, mine, gamma, beta);
+  arr_block_merge(sh, mine, plan.C, plan.G);
+  arr_finish(a, p, plan, sh, gamma, beta);
   STAMP(4);
   res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
-  arr_leave(flags, plan.blocks);
+  arr_leave(s, plan.blocks, sh.tag);
   STAMP(5);
 }
 
@@ -423,20 +425,18 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
 }
 
 // `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6;
-template <class T, bool kAdd, unsigned kPollNs = kArrPollNs, bool kAcquire = true>
+template <class T, bool kAdd>
 void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   FwdArgs<T> a;
   a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
   a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
-  const void* kernel = reinterpret_cast<const void*>(&probe_fwd13<T, kAdd, kPollNs, kAcquire>);
+  const void* kernel = reinterpret_cast<const void*>(&probe_fwd13<T, kAdd>);
   ResPlan plan = res_plan(s, device_limits().sm_count);
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
   TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
-  const Scratch sc(s.C, res_partial_bytes(s), 0);
-  ChannelParams p = sc.params_at(b.ws);
-  float4* partials = sc.partials_at<float4>(b.ws);
-  unsigned* flags = reinterpret_cast<unsigned*>(static_cast<unsigned char*>(b.ws) + arr_flags_offset<T>(s));
-  void* args[] = {&a, &p, &partials, &flags, &plan};
+  ChannelParams p = Scratch(s.C, 0, 0).params_at(b.ws);
+  ArrScratch sc = arr_scratch(b.ws, arr_offset<T>(s), s);
+  void* args[] = {&a, &p, &sc, &plan};
   time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
 }
 // `half`: the half forward in NHWC, v3 to v5 at 2 to 4 blocks per SM, with phase 1 loading 2 packs
@@ -475,7 +475,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (set == "v12" || set == "v13") {
-    g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|flag set";
+    g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|published";
     g_stamp_names[3] = "gathered";
     g_stamp_names[4] = "merged";
   }
@@ -496,8 +496,6 @@ int main(int argc, char** argv) {
     Buffers<__half> h(small.numel(), 64);
     run_fwd12<float, false>("fwd f32 16x32 NHWC v12 flush", f, small);
     run_fwd13<float, false>("fwd f32 16x32 NHWC v13 flush", f, small);
-    run_fwd13<float, false, 32>("fwd f32 16x32 NHWC v13 sleep 32 flush", f, small);
-    run_fwd13<float, false, kArrPollNs, false>("fwd f32 16x32 NHWC v13 no acquire flush", f, small);
     run_fwd12<float, false>("fwd f32 16x32 NHWC v12 warm", f, small, false);
     run_fwd13<float, false>("fwd f32 16x32 NHWC v13 warm", f, small, false);
     run_fwd12<__half, false>("fwd f16 16x32 NHWC v12 flush", h, small);
