@@ -146,37 +146,33 @@ __device__ __forceinline__ float arr_rows(const ResPlan& plan, int b) {
 }
 
 // Thread t's share of channel c = t % C: blocks g + j G for j < J, merged in that order, each once
-// its words carry this launch's tag. A warp sleeps on the next block's flag, looks at the flags of
-// the few after it in one round, loads that run's words at once, and merges the prefix whose tags
-// are right (a word whose tag is not yet there is loaded again).
+// its words carry this launch's tag. The thread loads the words of its next kArrLoads blocks at once
+// and merges the prefix whose tags are right; if that stops short, its warp sleeps on the flag of
+// the first block missing, then loads again. Where every block has published, that is one round
+// of loads where C <= 32 on 132 SMs (J <= 5), two where C is up to 64 (J up to 9).
+inline constexpr int kArrLoads = 5;
 __device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const ArrScratch& s, unsigned tag) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   Welford acc{0.0f, 0.0f, 0.0f};
   const int J = g < G && g < plan.blocks ? (plan.blocks - g + G - 1) / G : 0;
-  const auto flag = [&](int j) { return s.flags + static_cast<std::int64_t>(g + j * G) * kArrStride; };
   for (int j = 0; j < J;) {
-    while (arr_load(flag(j)) != tag) __nanosleep(kArrPollNs);
-    bool up[kResMaxLoads];
-    up[0] = true;
+    ulonglong2 w[kArrLoads];
 #pragma unroll
-    for (int i = 1; i < kResMaxLoads; ++i) up[i] = j + i < J && arr_load(flag(j + i)) == tag;
-    int m = 1;
-#pragma unroll
-    for (int i = 1; i < kResMaxLoads; ++i) m += (m == i && up[i]) ? 1 : 0;
-    ulonglong2 w[kResMaxLoads];
-#pragma unroll
-    for (int i = 0; i < kResMaxLoads; ++i)
-      if (i < m) w[i] = arr_get(s.stats + static_cast<std::int64_t>(g + (j + i) * G) * C + c);
+    for (int i = 0; i < kArrLoads; ++i)
+      if (j + i < J) w[i] = arr_get(s.stats + static_cast<std::int64_t>(g + (j + i) * G) * C + c);
     int ok = 0;
 #pragma unroll
-    for (int i = 0; i < kResMaxLoads; ++i) {
-      if (ok == i && i < m && arr_tag(w[i].x) == tag && arr_tag(w[i].y) == tag) {
+    for (int i = 0; i < kArrLoads; ++i) {
+      if (ok == i && j + i < J && arr_tag(w[i].x) == tag && arr_tag(w[i].y) == tag) {
         acc = merge_fast(acc, Welford{arr_rows(plan, g + (j + i) * G), arr_value(w[i].x), arr_value(w[i].y)});
         ++ok;
       }
     }
-    if (ok == 0) __nanosleep(kArrPollNs);  // flag up, words not yet: look again
     j += ok;
+    if (j < J && ok < kArrLoads) {  // block g + j G has not published (or its words are on the way)
+      const unsigned* flag = s.flags + static_cast<std::int64_t>(g + j * G) * kArrStride;
+      while (arr_load(flag) != tag) __nanosleep(kArrPollNs);
+    }
   }
   return acc;
 }
