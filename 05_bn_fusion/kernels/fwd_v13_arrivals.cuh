@@ -5,21 +5,20 @@
 //
 // What changed since v12. The phase timeline (results/NVIDIA_H200.v13_phases.txt, float,
 // 16x32x112x112 NHWC, v12 stamped between the gather of the partials and the tree) splits v12's
-// 3.4 to 4.2 us after the barrier into the gather, 1.2 to 1.7 us, and the tree over the 32 row
-// groups with its finish, 2.0 to 2.9 us; at 8x3x224x224 (341 groups, 9 levels) the tree takes 3.6
-// to 4.5 us. Phase 1 ends in the same tree. So:
+// 3.4 to 4.2 us after the barrier: the gather ends 1.2 to 1.7 us after the barrier, the tree over
+// the 32 row groups and its finish 1.8 to 3.1 us after that (3.3 to 4.8 us at 8x3x224x224: 341
+// groups, 9 levels). Phase 1 ends in the same tree. So:
 //   The merges of a block. A level of v12's tree is a block barrier, an integer modulo, two 12-byte
-//   shared loads and a merge: 0.4 to 0.6 us a level by the timeline. Here thread t stores its
+//   shared loads and a merge. Here thread t stores its
 //   (n, mean, M2) as three floats, a channel's groups in a row of G + 1 (so that neither the stores
 //   nor a warp's loads of one channel meet in a bank), and one warp merges a channel's groups by
 //   shuffles, lane l holding group 32q + l, in the
 //   tree's own pairs (level s: group g takes g + s when g % 2s == 0), so the bits are v12's; where a
 //   channel has more than 32 groups (C < 32), the 32-group results go through a second round of the
 //   same. Three block barriers instead of one per level.
-//   No grid barrier. v12's barrier costs about 1 us after the last block's phase 1 (the timeline's
-//   p1 end to sync out). A first form of v13 replaced it by a flag per block and an acquire fence
+//   No grid barrier. v12's barrier ends 0.8 to 1.1 us after the last block's phase 1. A first form of v13 replaced it by a flag per block and an acquire fence
 //   per thread: the fences cost what the barrier had (results/NVIDIA_H200.v13_phases.txt, the
-//   "v13 flags" lines). Here the statistics carry their own flag: each is a 64-bit word, the float
+//   first form's lines). Here the statistics carry their own flag: each is a 64-bit word, the float
 //   in its low half and the launch's tag in its high half, written and read whole (a 64-bit access
 //   is single-copy atomic), so a reader that sees the tag sees the value, with no fence on either
 //   side. A per-block flag (also the tag, one 128-byte line each) is only a hint for the waiting
@@ -33,6 +32,12 @@
 //   of 4 (8-byte loads and stores), a thread has 4 channels, their parameters in registers.
 // Prediction: the two trees from about 2 us each to a few hundred ns, the barrier's 1 us gone: about
 // 4 us off v12's 27 at 16x32x112x112 float; half's pass near float's 7 us.
+// Measured on the H200 (results/NVIDIA_H200.v13_*, this form; README "No grid barrier"): float
+// 0.0264 ms against v12's 0.0281 and cuDNN's 0.0313 in one run, 2.03x PyTorch (v12 1.97x in the same
+// race); phase 2 ends 1.4 us earlier than v12's, not 4 (the merge after the gather still takes 1 to
+// 3 us, not explained); half 0.0244 ms against cuDNN's 0.0307, its pass 7.2 to 7.6 us (v12's about
+// 14), 1.53x PyTorch. A first form with a fence on each side of a flag gained nothing; a second,
+// with three round trips per run of blocks in the gather, little.
 // Evidence: tools/phase_timeline.cu v13 (v12 and v13 in one run); the benchmark and the race
 // against PyTorch; the GPU test that v13's outputs have v12's bits, launch after launch.
 #pragma once
