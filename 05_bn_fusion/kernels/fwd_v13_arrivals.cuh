@@ -249,17 +249,19 @@ template <class T>
 std::size_t arr_offset(const Shape4& s) {
   return Scratch::up(std::max(fwd_v5_scratch_bytes<T>(s), Scratch(s.C, 0, 0).total));
 }
+// The statistics' bytes (one block per SM at most), then the flags, the launch count and the count out.
+inline std::size_t arr_stats_bytes(const Shape4& s) {
+  return Scratch::up(static_cast<std::size_t>(device_limits().sm_count) * static_cast<std::size_t>(s.C) * sizeof(ulonglong2));
+}
 inline std::size_t arr_bytes(const Shape4& s) {
-  const auto sms = static_cast<std::size_t>(device_limits().sm_count);
-  return Scratch::up(sms * static_cast<std::size_t>(s.C) * sizeof(ulonglong2)) + (sms + 2) * kArrStride * sizeof(unsigned);
+  return arr_stats_bytes(s) + static_cast<std::size_t>(device_limits().sm_count + 2) * kArrStride * sizeof(unsigned);
 }
 inline ArrScratch arr_scratch(void* ws, std::size_t offset, const Shape4& s) {
   unsigned char* base = static_cast<unsigned char*>(ws) + offset;
-  const auto sms = static_cast<std::size_t>(device_limits().sm_count);
   ArrScratch r;
   r.stats = reinterpret_cast<ulonglong2*>(base);
-  r.flags = reinterpret_cast<unsigned*>(base + Scratch::up(sms * static_cast<std::size_t>(s.C) * sizeof(ulonglong2)));
-  r.launches = r.flags + sms * kArrStride;
+  r.flags = reinterpret_cast<unsigned*>(base + arr_stats_bytes(s));
+  r.launches = r.flags + static_cast<std::size_t>(device_limits().sm_count) * kArrStride;
   r.out = r.launches + kArrStride;
   return r;
 }

@@ -263,6 +263,13 @@ struct Buffers {
   Word* mask;
   float *gamma, *beta, *rm, *rv, *sm, *si, *dg, *db;
   void* ws;
+  // A forward over these buffers, shape s.
+  FwdArgs<T> fwd_args(Shape4 s) const {
+    FwdArgs<T> a;
+    a.s = s; a.x = x; a.y = y; a.mask = mask; a.gamma = gamma; a.beta = beta; a.running_mean = rm;
+    a.running_var = rv; a.saved_mean = sm; a.saved_invstd = si;
+    return a;
+  }
   Buffers(std::int64_t n_, std::int64_t C_) : n(n_), C(C_) {
     TUT_CUDA(cudaMalloc(&x, n * sizeof(T)));
     TUT_CUDA(cudaMalloc(&y, n * sizeof(T)));
@@ -288,9 +295,7 @@ struct Buffers {
 
 template <class T>
 void run_v3(const char* name, Buffers<T>& b, Shape4 s, bool fwd, bool flush = true) {
-  FwdArgs<T> a;
-  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
-  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  FwdArgs<T> a = b.fwd_args(s);
   BwdArgs<T> g;
   g.s = s; g.dy = b.dy; g.x = b.x; g.gamma = b.gamma; g.saved_mean = b.sm; g.saved_invstd = b.si; g.mask = b.mask;
   g.dx = b.dx; g.dgamma = b.dg; g.dbeta = b.db;
@@ -306,9 +311,7 @@ void run_v3(const char* name, Buffers<T>& b, Shape4 s, bool fwd, bool flush = tr
 // slots < 0: the budget v5's launcher computes (onchip_budget, onchip_slots).
 template <int V, class T, bool kAdd, class Cache, int kU1 = kUnrollFor<V>>
 void run_fwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
-  FwdArgs<T> a;
-  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
-  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  FwdArgs<T> a = b.fwd_args(s);
   const void* kernel = reinterpret_cast<const void*>(&probe_fwd<V, T, kAdd, Cache, kU1>);
   if (slots < 0) slots = onchip_slots(onchip_budget(kernel, 16, Cache::kMinBlocks), s, V, Cache::kMinBlocks);
   const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
@@ -328,9 +331,7 @@ void run_fwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = 
 template <class T, bool kAdd, class Cache>
 void run_fwd7(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   constexpr int V = 8;
-  FwdArgs<T> a;
-  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
-  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  FwdArgs<T> a = b.fwd_args(s);
   const void* kernel = reinterpret_cast<const void*>(&probe_fwd7<T, kAdd, Cache>);
   int slots = onchip_slots(onchip_budget(kernel, 16, Cache::kMinBlocks), s, V, Cache::kMinBlocks);
   const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
@@ -348,9 +349,7 @@ void run_fwd7(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
 
 template <class T, bool kAdd>
 void run_fwd12(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
-  FwdArgs<T> a;
-  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
-  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  FwdArgs<T> a = b.fwd_args(s);
   const void* kernel = reinterpret_cast<const void*>(&probe_fwd12<T, kAdd>);
   ResPlan plan = res_plan(s, device_limits().sm_count);
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
@@ -383,9 +382,7 @@ void run_bwd(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = 
 
 template <int V, class T, bool kAdd, class Cache>
 void run_fwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush = true) {
-  FwdArgs<T> a;
-  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
-  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  FwdArgs<T> a = b.fwd_args(s);
   const void* kernel = reinterpret_cast<const void*>(&probe_fwd6<V, T, kAdd, Cache>);
   const std::size_t dyn = static_cast<std::size_t>(slots) * 16 * kBlock;
   TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
@@ -427,9 +424,7 @@ void run_bwd6(const char* name, Buffers<T>& b, Shape4 s, int slots, bool flush =
 // `sweep`: v3, and v4 and v5 at 2, 3 and 4 blocks per SM (float, NHWC and NCHW); `v6`: v5 against v6;
 template <class T, bool kAdd>
 void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
-  FwdArgs<T> a;
-  a.s = s; a.x = b.x; a.y = b.y; a.mask = b.mask; a.gamma = b.gamma; a.beta = b.beta; a.running_mean = b.rm;
-  a.running_var = b.rv; a.saved_mean = b.sm; a.saved_invstd = b.si;
+  FwdArgs<T> a = b.fwd_args(s);
   const void* kernel = reinterpret_cast<const void*>(&probe_fwd13<T, kAdd>);
   ResPlan plan = res_plan(s, device_limits().sm_count);
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
