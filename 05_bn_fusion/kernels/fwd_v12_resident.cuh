@@ -168,11 +168,20 @@ __device__ __forceinline__ void res_tree(Welford* red, int C, int G, int t) {
 // from its own first value K: with K one of the values it sums, (K - mean)^2 <= M2, so the sum of
 // squares it forms is at most (n + 1) times the M2 it stands for, and the subtraction that recovers
 // M2 loses at most about log2(n + 1) bits (n, the chunk's elements over 1024 threads, is at most
-// 110 here); at x = 1000 + noise, x - K is exact. Returns the thread's (n, mean, M2). `bars`: the
-// pieces' kResPieces barriers, in shared memory.
+// 110 here); at x = 1000 + noise, x - K is exact. res_raw_sums returns the sums, res_sums the
+// thread's (n, mean, M2). `bars`: the pieces' kResPieces barriers, in shared memory.
+//
+// What res_raw_sums leaves a thread: whether it has values (mine), the chunk's rows, its group g of
+// G, its own first value K, and the sums of its values' deviations from K, s1 and s2.
+struct ResRaw {
+  bool mine;
+  int rows, g, G;
+  float K, s1, s2;
+};
+
 template <class T, bool kAdd>
-__device__ __forceinline__ Welford res_sums(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
-                                            std::uint64_t* bars) {
+__device__ __forceinline__ ResRaw res_raw_sums(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
+                                               std::uint64_t* bars) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   const int rows = k.len / C;
   const bool mine = g < G && g < rows;
@@ -203,12 +212,19 @@ __device__ __forceinline__ Welford res_sums(const FwdArgs<T>& a, const ResPlan& 
       }
     }
   }
+  return ResRaw{mine, rows, g, G, K, s1, s2};
+}
+
+template <class T, bool kAdd>
+__device__ __forceinline__ Welford res_sums(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
+                                            std::uint64_t* bars) {
+  const ResRaw r = res_raw_sums<T, kAdd>(a, plan, k, xs, bars);
   Welford w{0.0f, 0.0f, 0.0f};
-  if (mine) {
-    w.n = static_cast<float>((rows - g + G - 1) / G);
-    const float q = s1 / w.n;
-    w.mean = K + q;
-    w.m2 = fmaxf(0.0f, fmaf(-s1, q, s2));
+  if (r.mine) {
+    w.n = static_cast<float>((r.rows - r.g + r.G - 1) / r.G);
+    const float q = r.s1 / w.n;
+    w.mean = r.K + q;
+    w.m2 = fmaxf(0.0f, fmaf(-r.s1, q, r.s2));
   }
   return w;
 }

@@ -154,11 +154,12 @@ __device__ __forceinline__ float arr_rows(const ResPlan& plan, int b) {
 // its words carry this launch's tag. The thread loads the words of its next kArrLoads blocks at once
 // and merges the prefix whose tags are right; if that stops short, its warp sleeps on the flag of
 // the first block missing, then loads again. Where every block has published, that is one round
-// of loads where C <= 32 on 132 SMs (J <= 5), two where C is up to 64 (J up to 9).
+// of loads where C <= 32 on 132 SMs (J <= 5), two where C is up to 64 (J up to 9). arr_collect
+// hands each block's two words to `take(block, first, second)`, in that order; arr_gather merges them.
 inline constexpr int kArrLoads = 5;
-__device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const ArrScratch& s, unsigned tag) {
+template <class Take>
+__device__ __forceinline__ void arr_collect(const ResPlan& plan, const ArrScratch& s, unsigned tag, Take take) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
-  Welford acc{0.0f, 0.0f, 0.0f};
   const int J = g < G && g < plan.blocks ? (plan.blocks - g + G - 1) / G : 0;
   for (int j = 0; j < J;) {
     ulonglong2 w[kArrLoads];
@@ -169,7 +170,7 @@ __device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const ArrScra
 #pragma unroll
     for (int i = 0; i < kArrLoads; ++i) {
       if (ok == i && j + i < J && arr_tag(w[i].x) == tag && arr_tag(w[i].y) == tag) {
-        acc = merge_fast(acc, Welford{arr_rows(plan, g + (j + i) * G), arr_value(w[i].x), arr_value(w[i].y)});
+        take(g + (j + i) * G, arr_value(w[i].x), arr_value(w[i].y));
         ++ok;
       }
     }
@@ -179,13 +180,17 @@ __device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const ArrScra
       while (arr_load(flag) != tag) __nanosleep(kArrPollNs);
     }
   }
+}
+__device__ __forceinline__ Welford arr_gather(const ResPlan& plan, const ArrScratch& s, unsigned tag) {
+  Welford acc{0.0f, 0.0f, 0.0f};
+  arr_collect(plan, s, tag, [&](int b, float mean, float m2) { acc = merge_fast(acc, Welford{arr_rows(plan, b), mean, m2}); });
   return acc;
 }
 
 // The pass's parameters from each channel's total; block 0 writes the saved and running statistics.
-template <class T>
+template <class T, class Shared>
 __device__ __forceinline__ void arr_finish(const FwdArgs<T>& a, const ChannelParams& p, const ResPlan& plan,
-                                           ArrShared& sh, float gamma, float beta) {
+                                           Shared& sh, float gamma, float beta) {
   const int t = static_cast<int>(threadIdx.x);
   if (t < plan.C) {
     const Welford tot = sh.tot[t];
@@ -212,8 +217,9 @@ __device__ __forceinline__ Welford arr_phase1(const FwdArgs<T>& a, const ResPlan
   if (threadIdx.x == 0) sh.tag = arr_load(s.launches) + 1;  // read by all after res_sums' barrier
   return res_sums<T, kAdd>(a, plan, k, xs, sh.bars);
 }
-// This block's statistics, tagged, and its flag.
-__device__ __forceinline__ void arr_publish(const ResPlan& plan, ArrShared& sh, const ArrScratch& s) {
+// This block's statistics (sh.tot), tagged, and its flag.
+template <class Shared>
+__device__ __forceinline__ void arr_publish(const ResPlan& plan, Shared& sh, const ArrScratch& s) {
   const int t = static_cast<int>(threadIdx.x);
   if (t < plan.C) arr_put(s.stats + static_cast<std::int64_t>(blockIdx.x) * plan.C + t, sh.tot[t].mean, sh.tot[t].m2, sh.tag);
   __syncthreads();  // the words issued before the flag: a hint, the tags are what a reader trusts
@@ -266,19 +272,25 @@ inline ArrScratch arr_scratch(void* ws, std::size_t offset, const Shape4& s) {
   return r;
 }
 
-template <class T, bool kAdd>
-void fwd_v13_arrivals(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
-  check_shape(a.s, "fwd_v13_arrivals");
+// The launch of kernel K() on v13's plan and scratch (v14 shares both); where x cannot be held, v5.
+template <class T, bool kAdd, const void* (*K)()>
+void arr_launch(cudaStream_t st, const FwdArgs<T>& a, void* ws, const char* who) {
+  check_shape(a.s, who);
   ResPlan plan;
-  if (!resident_fits<T, kAdd>(a, plan, res_smem_limit<fwd_v13_kernel<T, kAdd>>())) return fwd_v5_onchip_cache<T, kAdd>(st, a, ws);
-  const void* kernel = fwd_v13_kernel<T, kAdd>();
+  if (!resident_fits<T, kAdd>(a, plan, res_smem_limit<K>())) return fwd_v5_onchip_cache<T, kAdd>(st, a, ws);
+  const void* kernel = K();
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
-  res_check_fits(kernel, dyn, "fwd_v13_arrivals");
+  res_check_fits(kernel, dyn, who);
   FwdArgs<T> args = a;
   ChannelParams p = Scratch(a.s.C, 0, 0).params_at(ws);
   ArrScratch s = arr_scratch(ws, arr_offset<T>(a.s), a.s);
   void* kargs[] = {&args, &p, &s, &plan};
   TUT_CUDA(cudaLaunchCooperativeKernel(kernel, plan.blocks, kResBlock, kargs, dyn, st));
+}
+
+template <class T, bool kAdd>
+void fwd_v13_arrivals(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
+  arr_launch<T, kAdd, fwd_v13_kernel<T, kAdd>>(st, a, ws, "fwd_v13_arrivals");
 }
 
 template <class T>
