@@ -37,6 +37,7 @@
 #include "kernels/fwd_v11_early_loads.cuh"
 #include "kernels/fwd_v12_resident.cuh"
 #include "kernels/fwd_v13_arrivals.cuh"
+#include "kernels/fwd_v14_shifted_sums.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -220,6 +221,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v12 without the grid barrier: partials merged as their flags come up; half in 8-byte packs",
                                             &fwd_v13_arrivals<T, kAdd>, &fwd_v13_scratch_bytes<T>,
                                             fwd_v13_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v14_shifted_sums",
+                                            "v13 with every merge a sum: deviations from one value per channel, in double",
+                                            &fwd_v14_shifted_sums<T, kAdd>, &fwd_v13_scratch_bytes<T>,
+                                            fwd_v14_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

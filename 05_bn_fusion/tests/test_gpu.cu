@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,21 @@ void redraw_x(Inst& inst, std::uint64_t seed) {
   TUT_CUDA(cudaMemcpy(x.device(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
 }
 
+// x's first `count` values set to `v` (in x's type): in NHWC, the first row, each channel's K* in v14.
+template <class Inst>
+void set_first(Inst& inst, std::int64_t count, float v) {
+  tut::Operand& x = inst.operand("x");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(count) * x.element_bytes());
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (x.element_bytes() == sizeof(float)) std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
+    else {
+      const __half h = __float2half(v);
+      std::memcpy(bytes.data() + i * sizeof(__half), &h, sizeof(__half));
+    }
+  }
+  TUT_CUDA(cudaMemcpy(x.device(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+}
+
 // Every output and state array's bytes after one launch of trial t (outputs poisoned and state
 // reset first), by name.
 template <class Inst>
@@ -179,32 +195,37 @@ std::map<std::string, std::vector<unsigned char>> bytes_after(const tut::Trial& 
   return out;
 }
 
-// v13 against v12 on the same instance: right against the reference on the drawn x, then, x drawn
-// again before each pair of launches, the same bytes in every output and state array. v13 merges in
-// v12's order, so the bits must match; a flag left up by the launch before would let a block merge
-// stale partials (last launch's x) and the bits would differ. Each version keeps one scratch.
+// Version `name` launch after launch on one scratch, x drawn again before each launch, against
+// `model` on the same instance (its own scratch, kept too) or, where model is null, against `name`
+// on a new scratch each time: the same bytes in every output and state array, after the first
+// launch is checked against the reference. v13 merges in v12's order, so its bits must be v12's;
+// v14 must give the bits of its own first launch. A flag left up by the launch before would let a
+// block merge stale statistics (the last launch's x) and the bits would differ.
 template <class Inst>
-void check_v13_bits(const tut::Problem<Inst>& p, const std::vector<Dims>& dims) {
+void check_bits(const tut::Problem<Inst>& p, const std::vector<Dims>& dims, const char* name, const char* model) {
   // A reference into p.versions: a trial keeps a reference to its version.
-  const auto named = [&](const char* name) -> const tut::Version<Inst>& {
+  const auto named = [&](const char* n) -> const tut::Version<Inst>& {
     for (const auto& v : p.versions)
-      if (v.name == name) return v;
-    FAIL("no version ", name);
+      if (v.name == n) return v;
+    FAIL("no version ", n);
     return p.versions.front();
   };
   const int runs = tut::under_sanitizer() ? 2 : 8;
   for (const auto& d : dims) {
     const auto c = bn_case(p, d, "NHWC");
     const auto inst = tut::instantiate(p, c, tut::test_options(p.name, c));
-    const tut::Trial t12 = tut::make_trial(named("v12_resident"), *inst), t13 = tut::make_trial(named("v13_arrivals"), *inst);
+    const tut::Trial tn = tut::make_trial(named(name), *inst);
+    std::optional<tut::Trial> tm;
+    if (model) tm = tut::make_trial(named(model), *inst);
     INFO(p.name, " ", c.name);
-    CHECK(tut::checked_run(t13).ok());
+    CHECK(tut::checked_run(tn).ok());
     for (int k = 0; k < runs; ++k) {
       redraw_x(*inst, 1000 + static_cast<std::uint64_t>(k));
-      const auto want = bytes_after(t12, *inst), got = bytes_after(t13, *inst);
-      for (const auto& [name, bytes] : want) {
-        INFO(name, ", launch ", k);
-        CHECK(got.at(name) == bytes);
+      const auto want = bytes_after(model ? *tm : tut::make_trial(named(name), *inst), *inst);
+      const auto got = bytes_after(tn, *inst);
+      for (const auto& [n, bytes] : want) {
+        INFO(n, ", launch ", k);
+        CHECK(got.at(n) == bytes);
       }
     }
   }
@@ -334,10 +355,48 @@ TEST_SUITE("gpu") {
     // On 132 SMs: 131 blocks at C = 32, 132 at C = 64, 132 at C = 1 (1024 row groups, the first 132
     // with one block each); fewer blocks than SMs at 2x16x3x1 (3 units).
     const std::vector<Dims> dims = {{8, 32, 28, 28}, {4, 64, 9, 11}, {2, 1, 300, 301}, {2, 16, 3, 1}};
-    check_v13_bits(bn_relu_f32(), dims);
-    check_v13_bits(bn_add_relu_f32(), dims);
-    check_v13_bits(bn_relu_f16(), dims);
-    check_v13_bits(bn_add_relu_f16(), dims);
+    check_bits(bn_relu_f32(), dims, "v13_arrivals", "v12_resident");
+    check_bits(bn_add_relu_f32(), dims, "v13_arrivals", "v12_resident");
+    check_bits(bn_relu_f16(), dims, "v13_arrivals", "v12_resident");
+    check_bits(bn_add_relu_f16(), dims, "v13_arrivals", "v12_resident");
+  }
+
+  TEST_CASE("v14_shifted_sums: every forward, v12's shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    const auto check = [](const auto& p) { check_rung(p, "v14_shifted_sums", v12_shapes(p)); };
+    check(bn_relu_f32());
+    check(bn_add_relu_f32());
+    check(bn_relu_f16());
+    check(bn_add_relu_f16());
+  }
+
+  TEST_CASE("v14_shifted_sums: its first launch's bits, launch after launch on one scratch, x drawn again each time" *
+            tut::needs_gpu()) {
+    // v13's shapes, and C = 33 (two channels a warp in the sums) and C = 3 (341 row groups).
+    const std::vector<Dims> dims = {{8, 32, 28, 28}, {4, 64, 9, 11}, {2, 1, 300, 301}, {2, 16, 3, 1}, {4, 33, 17, 19}, {8, 3, 30, 30}};
+    check_bits(bn_relu_f32(), dims, "v14_shifted_sums", nullptr);
+    check_bits(bn_add_relu_f32(), dims, "v14_shifted_sums", nullptr);
+    check_bits(bn_relu_f16(), dims, "v14_shifted_sums", nullptr);
+    check_bits(bn_add_relu_f16(), dims, "v14_shifted_sums", nullptr);
+  }
+
+  TEST_CASE("v14_shifted_sums: K* far from the mean (x's first row at 5000, the rest in [-2, 2)), against the reference" *
+            tut::needs_gpu()) {
+    const auto check = [](const auto& p) {
+      const auto q = only(p, "v14_shifted_sums");  // the trial keeps a reference to q's version
+      for (const Dims& d : {Dims{8, 32, 28, 28}, Dims{4, 33, 17, 19}, Dims{2, 1, 300, 301}}) {
+        const auto c = bn_case(p, d, "NHWC");
+        const auto inst = tut::instantiate(p, c, tut::test_options(p.name, c));
+        const tut::Trial t = tut::make_trial(q.versions.front(), *inst);
+        redraw_x(*inst, 7);
+        set_first(*inst, d[1], 5000.0f);
+        inst->operand("x").download();  // the reference is taken from x's host view
+        INFO(p.name, " ", c.name);
+        const tut::CheckResult r = tut::checked_run(t);
+        CHECK_MESSAGE(r.ok(), r.summary());
+      }
+    };
+    check(bn_relu_f32());
+    check(bn_add_relu_f16());
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {

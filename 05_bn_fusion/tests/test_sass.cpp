@@ -330,3 +330,28 @@ TEST_CASE("v13: v12's copies without the grid barrier or any fence (tagged 64-bi
     CHECK(tut::count_opcode(k, "STL") == 0);
   }
 }
+
+TEST_CASE("v14: v13's copies, tags and flags, every merge a sum in double (DADD, shuffles of 64-bit halves) with no "
+          "reciprocal before the statistics' end; y and the mask as v13; no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const auto& [name, add, half] : {std::tuple{"fwd_v14_shifted_sums_kernel<float, false>", false, false},
+                                        std::tuple{"fwd_v14_shifted_sums_kernel<float, true>", true, false},
+                                        std::tuple{"fwd_v14_shifted_sums_kernel<__half, false>", false, true},
+                                        std::tuple{"fwd_v14_shifted_sums_kernel<__half, true>", true, true}}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(count_in(k.code, "UBLKCP") == 4);
+    CHECK(count_in(k.code, "ATOM.E") == 0);                  // no grid barrier
+    CHECK(count_in(k.code, "ATOMG.E.ADD.STRONG.GPU") == 1);  // the count out
+    CHECK(count_in(k.code, "MEMBAR.ALL.GPU") + count_in(k.code, "MEMBAR.SC") + count_in(k.code, "CCTL") == 0);  // no fence
+    CHECK(count_in(k.code, "STG.E.128.STRONG.GPU") == 1);   // the block's tagged words of a channel
+    CHECK(count_in(k.code, "LDG.E.128.STRONG.GPU") == 5);   // 5 blocks' words at once
+    CHECK(count_in(k.code, "NANOSLEEP") > count_in(k.code, "NANOSLEEP.SYNCS"));
+    CHECK(count_in(k.code, "DADD") >= 2 * 2 * 4);             // two block sums: at least 4 levels of two additions
+    CHECK(count_in(k.code, "SHFL.BFLY") >= 2 * 2 * 2 * 4 + 3);  // each level shuffles two doubles in halves; the mask's 3
+    CHECK(count_in(k.code, "SHFL.DOWN") == 0);                // no Chan tree
+    CHECK(count_in(k.code, half ? "STG.E.EF.64" : "STG.E.EF.128") == 1);  // y's pack
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}

@@ -13,6 +13,7 @@
 #include "kernels/fwd_v7_mask_bytes.cuh"
 #include "kernels/fwd_v12_resident.cuh"
 #include "kernels/fwd_v13_arrivals.cuh"
+#include "kernels/fwd_v14_shifted_sums.cuh"
 #include "tut/timing.hpp"
 
 #include <algorithm>
@@ -159,6 +160,86 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd13(FwdArgs<T> a, Channe
   STAMP(4);
   res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
   arr_leave(s, plan.blocks, sh.tag);
+  STAMP(5);
+}
+
+// v13 again, its merges split out (set `parts`): the sums; the block's merge; its statistics
+// published and the gather; the block's merge of the gathered (with the parameters); the pass.
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd13_parts(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ ArrShared sh;
+  STAMP(0);
+  const int t = static_cast<int>(threadIdx.x);
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
+  const Welford w = arr_phase1<T, kAdd>(a, plan, k, xs, sh, s);
+  STAMP(1);
+  arr_block_merge(sh, w, plan.C, plan.G);
+  STAMP(2);
+  arr_publish(plan, sh, s);
+  const Welford mine = arr_gather(plan, s, sh.tag);
+  STAMP(3);
+  arr_block_merge(sh, mine, plan.C, plan.G);
+  arr_finish(a, p, plan, sh, gamma, beta);
+  STAMP(4);
+  res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
+  arr_leave(s, plan.blocks, sh.tag);
+  STAMP(5);
+}
+
+// v14's phases (set `parts`), stamped as probe_fwd13_parts: the sums; the block's sum; its
+// statistics published and the gather; the block's sum of the gathered (with the parameters); the pass.
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_parts(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ SumShared sh;
+  STAMP(0);
+  const int t = static_cast<int>(threadIdx.x), C = plan.C;
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < C ? a.gamma[t] : 0.0f, beta = t < C ? a.beta[t] : 0.0f;
+  const float kstar = to_float(a.x[t % C]);
+  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
+  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
+  if (t < C) sh.kstar[t] = kstar;
+  if (t == 0) sh.tag = tag;
+  STAMP(1);
+  const float rows = arr_rows(plan, static_cast<int>(blockIdx.x));
+  dsum_block(sh, mine, C, plan.G, [&](int c, double s1, double s2) {
+    const double n = rows, d = s1 / n;
+    sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  });
+  STAMP(2);
+  arr_publish(plan, sh, s);
+  DSum acc{0.0, 0.0};
+  arr_collect(plan, s, sh.tag, [&](int b, float d, float m2) {
+    const double n = arr_rows(plan, b), dd = d;
+    acc.s1 = fma(n, dd, acc.s1);
+    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
+  });
+  STAMP(3);
+  const double M = static_cast<double>(a.s.per_channel());
+  dsum_block(sh, acc, C, plan.G, [&](int c, double s1, double s2) {
+    const double d = s1 / M;
+    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
+                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  });
+  arr_finish(a, p, plan, sh, gamma, beta);
+  STAMP(4);
+  res_phase3<T, kAdd, 4, SumShared>(a, plan, k, xs, sh);
+  arr_leave(s, plan.blocks, sh.tag);
+  STAMP(5);
+}
+
+// Nothing but the stamps (set `parts`): what a launch of that grid, block and shared memory costs.
+__global__ void __launch_bounds__(kResBlock, 1) probe_empty() {
+  STAMP(0);
+  STAMP(1);
+  STAMP(2);
+  STAMP(3);
+  STAMP(4);
   STAMP(5);
 }
 
@@ -434,12 +515,40 @@ void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   void* args[] = {&a, &p, &sc, &plan};
   time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
 }
+template <class T, bool kAdd, bool k14 = false>
+void run_fwd13_parts(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
+  FwdArgs<T> a = b.fwd_args(s);
+  const void* kernel = k14 ? reinterpret_cast<const void*>(&probe_fwd14_parts<T, kAdd>)
+                           : reinterpret_cast<const void*>(&probe_fwd13_parts<T, kAdd>);
+  ResPlan plan = res_plan(s, device_limits().sm_count);
+  const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  ChannelParams p = Scratch(s.C, 0, 0).params_at(b.ws);
+  ArrScratch sc = arr_scratch(b.ws, arr_offset<T>(s), s);
+  void* args[] = {&a, &p, &sc, &plan};
+  time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
+}
+// The empty probe on v13's grid and shared memory for shape s (`dyn` 0: none), launched
+// cooperatively (as v13 is) and, with `plain`, with <<< >>>.
+template <class T>
+void run_empty(const char* name, Shape4 s, bool smem, bool plain, bool flush = true) {
+  const void* kernel = reinterpret_cast<const void*>(&probe_empty);
+  ResPlan plan = res_plan(s, device_limits().sm_count);
+  const std::size_t dyn = smem ? static_cast<std::size_t>(plan.chunk) * sizeof(T) : 0;
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+  void* none[1] = {nullptr};
+  if (!plain) return time_probe(name, kernel, plan.blocks, dyn, none, static_cast<int>(dyn), flush, kResBlock);
+  const double ms = median_ms([&] { probe_empty<<<plan.blocks, kResBlock, dyn>>>(); TUT_CUDA(cudaGetLastError()); }, flush);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, plan.blocks, static_cast<int>(dyn));
+  report(buf, ms, plan.blocks);
+}
 // `half`: the half forward in NHWC, v3 to v5 at 2 to 4 blocks per SM, with phase 1 loading 2 packs
 // of 8 (32 bytes, as the versions do: `u2`), 4 (`u4`) or 8 (`u8`) before it adds the first; v7.
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
-  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13]\n");
+  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13" && set != "parts") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts]\n");
     return 2;
   }
   int devices = 0;
@@ -473,6 +582,30 @@ int main(int argc, char** argv) {
     g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|published";
     g_stamp_names[3] = "gathered";
     g_stamp_names[4] = "merged";
+  }
+  if (set == "parts") {  // v13's merges apart, and an empty launch; "slots": the chunk (elements) or the empty's bytes
+    g_stamp_names[1] = "sums";
+    g_stamp_names[2] = "merged";
+    g_stamp_names[3] = "gathered";
+    g_stamp_names[4] = "merged";
+    const Shape4 c3{8, 3, 224 * 224, Layout::nhwc}, c33{4, 33, 17 * 19, Layout::nhwc}, c64{16, 64, 56 * 56, Layout::nhwc};
+    Buffers<float> f(small.numel(), 64);
+    for (const Shape4& s : {small, c64, c3, c33}) {
+      const std::string n = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+      run_fwd13<float, false>(("fwd f32 " + n + " v13").c_str(), f, s);
+      run_fwd13_parts<float, false>(("fwd f32 " + n + " v13 parts").c_str(), f, s);
+      run_fwd13_parts<float, false, true>(("fwd f32 " + n + " v14 parts").c_str(), f, s);
+      run_empty<float>(("empty " + n + " coop smem").c_str(), s, true, false);
+      run_empty<float>(("empty " + n + " plain").c_str(), s, false, true);
+    }
+    run_fwd13_parts<float, false>("fwd f32 8x3x50176 NHWC v13 parts warm", f, c3, false);
+    run_fwd13_parts<float, false, true>("fwd f32 8x3x50176 NHWC v14 parts warm", f, c3, false);
+    Buffers<__half> h(small.numel(), 64);
+    run_fwd13_parts<__half, false>("fwd f16 16x32x12544 NHWC v13 parts", h, small);
+    run_fwd13_parts<__half, false, true>("fwd f16 16x32x12544 NHWC v14 parts", h, small);
+    run_empty<float>("empty 8x3x50176 NHWC coop smem warm", c3, true, false, false);
+    run_empty<float>("empty 8x3x50176 NHWC plain warm", c3, false, true, false);
+    return 0;
   }
   if (set == "v12") {  // "slots" in these lines is v12's chunk, in elements
     const Shape4 c3{8, 3, 224 * 224, Layout::nhwc};

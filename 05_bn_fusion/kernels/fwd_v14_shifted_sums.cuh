@@ -1,0 +1,173 @@
+// fwd v14_shifted_sums: v13 with its two block merges and its gather as plain sums. Every value of
+// channel c is counted as its deviation from one value K*, the same in every block (x's first row:
+// x[c]), so that what the threads and the blocks hold are sums, (s1, s2) = (sum of x - K*, sum of
+// (x - K*)^2), and merging them is an addition, not Chan's merge; they are kept in double, so that
+// the shift costs no precision.
+//
+// What changed since v13. The phase timeline (tools/phase_timeline.cu `parts`, the H200, float,
+// NHWC) splits v13's merges: at 8x3x224x224 the block's merge takes 2.0 us after the sums and the
+// merge after the gather 2.2 to 2.9 us, of a kernel whose stamps end at 12.3 to 13.9 us (and an
+// empty launch costs 4.1 us by events); at 16x32x112x112 1.3 and 1.7 to 2.1 us; at 4x33x17x19 2.6
+// and about 3 us. Nsight Compute's source counters put about 200 warp instructions in each of a
+// block merge's warp trees: a tree is a chain of 5 Chan merges (a reciprocal, 3 shuffles and
+// about 10 dependent operations each) that one warp walks alone while the block waits at the
+// barrier after it ("barrier" is the first stall reason of the merges' lines at 8x3x224x224); at
+// C = 3 a second round of 11 chunks follows, at C = 33 one warp walks two trees.
+//   The sums. A thread sums its values as deviations from its own first value K (res_raw_sums, as
+//   in v12: bounded cancellation) in float; it then moves them to K*, in double: with d = K - K*,
+//   s1' = s1 + n d and s2' = s2 + 2 d s1 + n d^2.
+//   The block's sum. Each channel's groups go to shared memory (doubles, channel c's at c P + g, P
+//   odd: no bank conflict), and the lanes of one warp (16 where C > 32, two channels a warp) add
+//   every 32nd (16th) group, then a butterfly of shuffles (5 or 4 levels of two additions) gives the
+//   channel's total. Every channel is summed in the same round, in the same order in every block.
+//   Published: the block's (s1 / n, s2 - s1^2 / n), the mean's deviation from K* and M2, tagged as
+//   in v13 (the mean relative to K* keeps its low bits where x is far from 0).
+//   The gather. As v13's (arr_collect), but each block's words are added to the thread's (s1, s2):
+//   s1 += n d, s2 += M2 + n d^2 with d the block's mean deviation; then the block's sum again, and
+//   mean = K* + s1 / M, M2 = s2 - s1^2 / M, in double. Every block adds the same words in the
+//   same order: the statistics have the same bits in every block.
+//   The launch's tag is read into a register and stored after the sums: in v13 thread 0 stored it
+//   before the barrier that precedes the copies, so the copies waited for one load.
+// Precision: K* is one of the channel's M values, so (K* - mean)^2 <= M2 and s2 <= (M + 1) M2: the
+// final subtraction loses at most log2(M + 1) of double's 53 bits (23 at M = 2^23), leaving more
+// than float's 24.
+// Prediction: the two merges from about 2 us each to a few hundred ns (a chain of 5 additions per
+// level instead of a merge, no second round, no warp with two channels): about 3 us off v13 at
+// 8x3x224x224 and 16x32x112x112, more at 4x33x17x19.
+// Evidence: the timeline (`parts`: v13 and v14 in one run); the benchmark; the SASS test (DADD, no
+// MUFU.RCP in the merges: the shifted sums need no reciprocal until the end).
+//
+// Where it does not apply (as v12: NCHW, C > 64, x larger than the shared memory, operands off
+// their alignment, no sm_90), v14 runs v5.
+#pragma once
+
+#include "kernels/fwd_v13_arrivals.cuh"
+
+namespace ch05 {
+
+// A channel's shifted sums: s1 = sum of (x - K*), s2 = sum of (x - K*)^2.
+struct DSum {
+  double s1, s2;
+};
+
+// The kernel's static shared memory: the copies' barriers; each thread's sums, channel c's G groups
+// at c P + g (P = G | 1); the block's statistics to publish, then the totals (as Welford: n, mean,
+// M2); the pass's parameters; each channel's K*; the launch's tag.
+struct SumShared {
+  std::uint64_t bars[kResPieces];
+  double s1[kResBlock + kResMaxC], s2[kResBlock + kResMaxC];
+  Welford tot[kResMaxC];
+  float4 prm[kResMaxC];
+  float kstar[kResMaxC];
+  unsigned tag;
+};
+
+// A thread's sums, moved from its own K to K* (zero where it has no values).
+__device__ __forceinline__ DSum sum_shift(const ResRaw& r, float kstar) {
+  DSum v{0.0, 0.0};
+  if (r.mine) {
+    const double n = static_cast<double>((r.rows - r.g + r.G - 1) / r.G);
+    const double d = static_cast<double>(r.K) - static_cast<double>(kstar);
+    const double s1 = r.s1;
+    v.s1 = fma(n, d, s1);
+    v.s2 = fma(n * d, d, fma(2.0 * d, s1, static_cast<double>(r.s2)));
+  }
+  return v;
+}
+
+// Channel c's total over the G groups: W lanes of a warp per channel (32 / W channels a warp),
+// lane l adding groups l, l + W, ..., then a butterfly. `done(c, s1, s2)` runs on the channel's
+// first lane.
+template <int W, class Done>
+__device__ __forceinline__ void dsum_channels(const SumShared& sh, int C, int G, int P, Done done) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  for (int c0 = warp * (32 / W); c0 < C; c0 += kResBlock / W) {
+    const int c = c0 + lane / W, l = lane % W;
+    double a = 0.0, b = 0.0;
+    if (c < C)
+      for (int g = l; g < G; g += W) {
+        a += sh.s1[c * P + g];
+        b += sh.s2[c * P + g];
+      }
+#pragma unroll
+    for (int o = W / 2; o > 0; o /= 2) {
+      a += __shfl_xor_sync(kFullWarp, a, o);
+      b += __shfl_xor_sync(kFullWarp, b, o);
+    }
+    if (l == 0 && c < C) done(c, a, b);
+  }
+}
+
+// Thread t's sums (group t / C of channel t % C) added per channel over the block's G groups; every
+// thread calls it, and `done` has run for every channel on return.
+template <class Done>
+__device__ __forceinline__ void dsum_block(SumShared& sh, DSum v, int C, int G, Done done) {
+  const int t = static_cast<int>(threadIdx.x), P = G | 1;
+  if (t / C < G) {
+    const int i = t % C * P + t / C;
+    sh.s1[i] = v.s1;
+    sh.s2[i] = v.s2;
+  }
+  __syncthreads();
+  if (C <= 32) dsum_channels<32>(sh, C, G, P, done);
+  else dsum_channels<16>(sh, C, G, P, done);
+  __syncthreads();
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1)
+    fwd_v14_shifted_sums_kernel(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ SumShared sh;
+  const int t = static_cast<int>(threadIdx.x), C = plan.C;
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < C ? a.gamma[t] : 0.0f, beta = t < C ? a.beta[t] : 0.0f;
+  const float kstar = to_float(a.x[t % C]);  // K*: channel t % C's value in the first row
+  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
+  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
+  if (t < C) sh.kstar[t] = kstar;
+  if (t == 0) sh.tag = tag;
+  const float rows = arr_rows(plan, static_cast<int>(blockIdx.x));
+  dsum_block(sh, mine, C, plan.G, [&](int c, double s1, double s2) {
+    const double n = rows, d = s1 / n;
+    sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  });
+  arr_publish(plan, sh, s);
+  DSum acc{0.0, 0.0};
+  arr_collect(plan, s, sh.tag, [&](int b, float d, float m2) {
+    const double n = arr_rows(plan, b), dd = d;
+    acc.s1 = fma(n, dd, acc.s1);
+    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
+  });
+  const double M = static_cast<double>(a.s.per_channel());
+  dsum_block(sh, acc, C, plan.G, [&](int c, double s1, double s2) {
+    const double d = s1 / M;
+    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
+                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  });
+  arr_finish(a, p, plan, sh, gamma, beta);
+  res_phase3<T, kAdd, 4, SumShared>(a, plan, k, xs, sh);
+  arr_leave(s, plan.blocks, sh.tag);
+}
+
+// ---- Launcher -----------------------------------------------------------------------------------------
+
+template <class T, bool kAdd>
+const void* fwd_v14_kernel() {
+  return reinterpret_cast<const void*>(&fwd_v14_shifted_sums_kernel<T, kAdd>);
+}
+
+template <class T, bool kAdd>
+void fwd_v14_shifted_sums(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
+  arr_launch<T, kAdd, fwd_v14_kernel<T, kAdd>>(st, a, ws, "fwd_v14_shifted_sums");
+}
+
+template <class T, bool kAdd>
+std::vector<const void*> fwd_v14_kernels() {
+  auto k = fwd_v5_kernels<T, kAdd>();
+  k.push_back(fwd_v14_kernel<T, kAdd>());
+  return k;
+}
+
+}  // namespace ch05
