@@ -233,6 +233,62 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_parts(FwdArgs<T> a, 
   STAMP(5);
 }
 
+// v14's block sum after the sums, apart (set `merge`): the sums; the groups stored (the barrier);
+// the channels summed and each channel's statistics worked out (`done`: in double as v14, or with
+// kFloatDone in float, without v14's double division); published; the rest of v14 to the end.
+template <class T, bool kAdd, bool kFloatDone>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_merge(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
+  extern __shared__ __align__(128) unsigned char ch05_resident[];
+  T* xs = reinterpret_cast<T*>(ch05_resident);
+  __shared__ SumShared sh;
+  STAMP(0);
+  const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, P = G | 1;
+  const ResChunk k = res_chunk<T>(plan);
+  const float gamma = t < C ? a.gamma[t] : 0.0f, beta = t < C ? a.beta[t] : 0.0f;
+  const float kstar = to_float(a.x[t % C]);
+  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
+  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
+  if (t < C) sh.kstar[t] = kstar;
+  if (t == 0) sh.tag = tag;
+  STAMP(1);
+  if (t / C < G) {
+    sh.s1[t % C * P + t / C] = mine.s1;
+    sh.s2[t % C * P + t / C] = mine.s2;
+  }
+  STAMP(2);
+  const float rows = arr_rows(plan, static_cast<int>(blockIdx.x));
+  const auto done = [&](int c, double s1, double s2) {
+    if constexpr (kFloatDone) {
+      const float d = static_cast<float>(s1) / rows;
+      sh.tot[c] = Welford{rows, d, fmaxf(0.0f, static_cast<float>(s2) - static_cast<float>(s1) * d)};
+    } else {
+      const double n = rows, d = s1 / n;
+      sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+    }
+  };
+  if (C <= 32) dsum_channels<32>(sh, C, G, P, done);
+  else dsum_channels<16>(sh, C, G, P, done);
+  STAMP(3);
+  arr_publish(plan, sh, s);
+  STAMP(4);
+  DSum acc{0.0, 0.0};
+  arr_collect(plan, s, sh.tag, [&](int b, float d, float m2) {
+    const double n = arr_rows(plan, b), dd = d;
+    acc.s1 = fma(n, dd, acc.s1);
+    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
+  });
+  const double M = static_cast<double>(a.s.per_channel());
+  dsum_block(sh, acc, C, G, [&](int c, double s1, double s2) {
+    const double d = s1 / M;
+    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
+                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  });
+  arr_finish(a, p, plan, sh, gamma, beta);
+  res_phase3<T, kAdd, 4, SumShared>(a, plan, k, xs, sh);
+  arr_leave(s, plan.blocks, sh.tag);
+  STAMP(5);
+}
+
 // Nothing but the stamps (set `parts`): what a launch of that grid, block and shared memory costs.
 __global__ void __launch_bounds__(kResBlock, 1) probe_empty() {
   STAMP(0);
@@ -515,11 +571,13 @@ void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   void* args[] = {&a, &p, &sc, &plan};
   time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
 }
+// `kernel`: a probe with v13's arguments (probe_fwd13_parts by default).
 template <class T, bool kAdd, bool k14 = false>
-void run_fwd13_parts(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
+void run_fwd13_parts(const char* name, Buffers<T>& b, Shape4 s, bool flush = true, const void* kernel = nullptr) {
   FwdArgs<T> a = b.fwd_args(s);
-  const void* kernel = k14 ? reinterpret_cast<const void*>(&probe_fwd14_parts<T, kAdd>)
-                           : reinterpret_cast<const void*>(&probe_fwd13_parts<T, kAdd>);
+  if (!kernel)
+    kernel = k14 ? reinterpret_cast<const void*>(&probe_fwd14_parts<T, kAdd>)
+                 : reinterpret_cast<const void*>(&probe_fwd13_parts<T, kAdd>);
   ResPlan plan = res_plan(s, device_limits().sm_count);
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
   TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
@@ -547,8 +605,8 @@ void run_empty(const char* name, Shape4 s, bool smem, bool plain, bool flush = t
 // of 8 (32 bytes, as the versions do: `u2`), 4 (`u4`) or 8 (`u8`) before it adds the first; v7.
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
-  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13" && set != "parts") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts]\n");
+  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13" && set != "parts" && set != "merge") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts|merge]\n");
     return 2;
   }
   int devices = 0;
@@ -582,6 +640,23 @@ int main(int argc, char** argv) {
     g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|published";
     g_stamp_names[3] = "gathered";
     g_stamp_names[4] = "merged";
+  }
+  if (set == "merge") {  // v14's block sum after the sums, apart; "slots": the chunk in elements
+    g_stamp_names[1] = "sums";
+    g_stamp_names[2] = "stored";
+    g_stamp_names[3] = "summed";
+    g_stamp_names[4] = "published";
+    const Shape4 c3{8, 3, 224 * 224, Layout::nhwc}, c33{4, 33, 17 * 19, Layout::nhwc};
+    Buffers<float> f(small.numel(), 64);
+    for (const Shape4& s : {small, c3, c33}) {
+      const std::string n = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+      run_fwd13_parts<float, false, true>(("fwd f32 " + n + " v14 parts").c_str(), f, s);
+      run_fwd13_parts<float, false>(("fwd f32 " + n + " v14 merge, double done").c_str(), f, s, true,
+                                    reinterpret_cast<const void*>(&probe_fwd14_merge<float, false, false>));
+      run_fwd13_parts<float, false>(("fwd f32 " + n + " v14 merge, float done").c_str(), f, s, true,
+                                    reinterpret_cast<const void*>(&probe_fwd14_merge<float, false, true>));
+    }
+    return 0;
   }
   if (set == "parts") {  // v13's merges apart, and an empty launch; "slots": the chunk (elements) or the empty's bytes
     g_stamp_names[1] = "sums";
