@@ -123,38 +123,69 @@ __device__ __forceinline__ void dsum_block(SumShared& sh, DSum v, int C, int G, 
   __syncthreads();
 }
 
+// ---- The kernel's steps (tools/phase_timeline.cu stamps between them) ----------------------------------
+
+// Phase 1: the chunk into shared memory and thread t's sums, moved to K* (x[t % C], the channel's
+// value in the first row); each channel's K* and the launch's tag to shared memory, stored after the
+// sums so that the copies do not wait for their loads.
+template <class T, bool kAdd>
+__device__ __forceinline__ DSum sum_phase1(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
+                                           SumShared& sh, const ArrScratch& s) {
+  const int t = static_cast<int>(threadIdx.x), C = plan.C;
+  const float kstar = to_float(a.x[t % C]);
+  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
+  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
+  if (t < C) sh.kstar[t] = kstar;
+  if (t == 0) sh.tag = tag;
+  return mine;
+}
+
+// What a block publishes of channel c from its sums over `rows` values: the mean's deviation from
+// K* and M2, into sh.tot[c] (dsum_block's `done`).
+struct BlockStats {
+  SumShared& sh;
+  float rows;
+  __device__ __forceinline__ void operator()(int c, double s1, double s2) const {
+    const double n = rows, d = s1 / n;
+    sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  }
+};
+
+// Thread t's share of the blocks' published statistics, as sums from K*, in arr_collect's order.
+__device__ __forceinline__ DSum sum_gather(const ResPlan& plan, const ArrScratch& s, unsigned tag) {
+  DSum acc{0.0, 0.0};
+  arr_collect(plan, s, tag, [&](int b, float d, float m2) {
+    const double n = arr_rows(plan, b), dd = d;
+    acc.s1 = fma(n, dd, acc.s1);
+    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
+  });
+  return acc;
+}
+
+// The block's sum of the threads' shares: each channel's mean and M2 over its M values into sh.tot.
+template <class T>
+__device__ __forceinline__ void sum_totals(const FwdArgs<T>& a, const ResPlan& plan, SumShared& sh, DSum acc) {
+  const double M = static_cast<double>(a.s.per_channel());
+  dsum_block(sh, acc, plan.C, plan.G, [&](int c, double s1, double s2) {
+    const double d = s1 / M;
+    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
+                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+  });
+}
+
 template <class T, bool kAdd>
 __global__ void __launch_bounds__(kResBlock, 1)
     fwd_v14_shifted_sums_kernel(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
   extern __shared__ __align__(128) unsigned char ch05_resident[];
   T* xs = reinterpret_cast<T*>(ch05_resident);
   __shared__ SumShared sh;
-  const int t = static_cast<int>(threadIdx.x), C = plan.C;
+  const int t = static_cast<int>(threadIdx.x);
   const ResChunk k = res_chunk<T>(plan);
-  const float gamma = t < C ? a.gamma[t] : 0.0f, beta = t < C ? a.beta[t] : 0.0f;
-  const float kstar = to_float(a.x[t % C]);  // K*: channel t % C's value in the first row
-  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
-  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
-  if (t < C) sh.kstar[t] = kstar;
-  if (t == 0) sh.tag = tag;
-  const float rows = arr_rows(plan, static_cast<int>(blockIdx.x));
-  dsum_block(sh, mine, C, plan.G, [&](int c, double s1, double s2) {
-    const double n = rows, d = s1 / n;
-    sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
-  });
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
+  const DSum mine = sum_phase1<T, kAdd>(a, plan, k, xs, sh, s);
+  dsum_block(sh, mine, plan.C, plan.G, BlockStats{sh, arr_rows(plan, static_cast<int>(blockIdx.x))});
   arr_publish(plan, sh, s);
-  DSum acc{0.0, 0.0};
-  arr_collect(plan, s, sh.tag, [&](int b, float d, float m2) {
-    const double n = arr_rows(plan, b), dd = d;
-    acc.s1 = fma(n, dd, acc.s1);
-    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
-  });
-  const double M = static_cast<double>(a.s.per_channel());
-  dsum_block(sh, acc, C, plan.G, [&](int c, double s1, double s2) {
-    const double d = s1 / M;
-    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
-                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
-  });
+  sum_totals(a, plan, sh, sum_gather(plan, s, sh.tag));
   arr_finish(a, p, plan, sh, gamma, beta);
   res_phase3<T, kAdd, 4, SumShared>(a, plan, k, xs, sh);
   arr_leave(s, plan.blocks, sh.tag);

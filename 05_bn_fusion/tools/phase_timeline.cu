@@ -138,8 +138,9 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd12(FwdArgs<T> a, Channe
 
 // Version 13's phases, stamped: phase 1's sums; the block's merge and its statistics published
 // (stamp 2, where v12 leaves the barrier); the gather as they arrive (stamp 3); the block's merge
-// of the gathered and the pass's parameters (stamp 4); the pass.
-template <class T, bool kAdd>
+// of the gathered and the pass's parameters (stamp 4); the pass. With kParts (set `parts`), stamp 2
+// comes between the block's merge and the publish, so that the merge stands apart.
+template <class T, bool kAdd, bool kParts = false>
 __global__ void __launch_bounds__(kResBlock, 1) probe_fwd13(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
   extern __shared__ __align__(128) unsigned char ch05_resident[];
   T* xs = reinterpret_cast<T*>(ch05_resident);
@@ -151,8 +152,9 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd13(FwdArgs<T> a, Channe
   const Welford w = arr_phase1<T, kAdd>(a, plan, k, xs, sh, s);
   STAMP(1);
   arr_block_merge(sh, w, plan.C, plan.G);
+  if constexpr (kParts) STAMP(2);
   arr_publish(plan, sh, s);
-  STAMP(2);
+  if constexpr (!kParts) STAMP(2);
   const Welford mine = arr_gather(plan, s, sh.tag);
   STAMP(3);
   arr_block_merge(sh, mine, plan.C, plan.G);
@@ -163,33 +165,7 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd13(FwdArgs<T> a, Channe
   STAMP(5);
 }
 
-// v13 again, its merges split out (set `parts`): the sums; the block's merge; its statistics
-// published and the gather; the block's merge of the gathered (with the parameters); the pass.
-template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1) probe_fwd13_parts(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
-  extern __shared__ __align__(128) unsigned char ch05_resident[];
-  T* xs = reinterpret_cast<T*>(ch05_resident);
-  __shared__ ArrShared sh;
-  STAMP(0);
-  const int t = static_cast<int>(threadIdx.x);
-  const ResChunk k = res_chunk<T>(plan);
-  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
-  const Welford w = arr_phase1<T, kAdd>(a, plan, k, xs, sh, s);
-  STAMP(1);
-  arr_block_merge(sh, w, plan.C, plan.G);
-  STAMP(2);
-  arr_publish(plan, sh, s);
-  const Welford mine = arr_gather(plan, s, sh.tag);
-  STAMP(3);
-  arr_block_merge(sh, mine, plan.C, plan.G);
-  arr_finish(a, p, plan, sh, gamma, beta);
-  STAMP(4);
-  res_phase3<T, kAdd, 4>(a, plan, k, xs, sh);
-  arr_leave(s, plan.blocks, sh.tag);
-  STAMP(5);
-}
-
-// v14's phases (set `parts`), stamped as probe_fwd13_parts: the sums; the block's sum; its
+// v14's phases (set `parts`), stamped as probe_fwd13 with kParts: the sums; the block's sum; its
 // statistics published and the gather; the block's sum of the gathered (with the parameters); the pass.
 template <class T, bool kAdd>
 __global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_parts(FwdArgs<T> a, ChannelParams p, ArrScratch s, ResPlan plan) {
@@ -197,35 +173,17 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_parts(FwdArgs<T> a, 
   T* xs = reinterpret_cast<T*>(ch05_resident);
   __shared__ SumShared sh;
   STAMP(0);
-  const int t = static_cast<int>(threadIdx.x), C = plan.C;
+  const int t = static_cast<int>(threadIdx.x);
   const ResChunk k = res_chunk<T>(plan);
-  const float gamma = t < C ? a.gamma[t] : 0.0f, beta = t < C ? a.beta[t] : 0.0f;
-  const float kstar = to_float(a.x[t % C]);
-  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
-  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
-  if (t < C) sh.kstar[t] = kstar;
-  if (t == 0) sh.tag = tag;
+  const float gamma = t < plan.C ? a.gamma[t] : 0.0f, beta = t < plan.C ? a.beta[t] : 0.0f;
+  const DSum mine = sum_phase1<T, kAdd>(a, plan, k, xs, sh, s);
   STAMP(1);
-  const float rows = arr_rows(plan, static_cast<int>(blockIdx.x));
-  dsum_block(sh, mine, C, plan.G, [&](int c, double s1, double s2) {
-    const double n = rows, d = s1 / n;
-    sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
-  });
+  dsum_block(sh, mine, plan.C, plan.G, BlockStats{sh, arr_rows(plan, static_cast<int>(blockIdx.x))});
   STAMP(2);
   arr_publish(plan, sh, s);
-  DSum acc{0.0, 0.0};
-  arr_collect(plan, s, sh.tag, [&](int b, float d, float m2) {
-    const double n = arr_rows(plan, b), dd = d;
-    acc.s1 = fma(n, dd, acc.s1);
-    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
-  });
+  const DSum acc = sum_gather(plan, s, sh.tag);
   STAMP(3);
-  const double M = static_cast<double>(a.s.per_channel());
-  dsum_block(sh, acc, C, plan.G, [&](int c, double s1, double s2) {
-    const double d = s1 / M;
-    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
-                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
-  });
+  sum_totals(a, plan, sh, acc);
   arr_finish(a, p, plan, sh, gamma, beta);
   STAMP(4);
   res_phase3<T, kAdd, 4, SumShared>(a, plan, k, xs, sh);
@@ -245,11 +203,7 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_merge(FwdArgs<T> a, 
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, P = G | 1;
   const ResChunk k = res_chunk<T>(plan);
   const float gamma = t < C ? a.gamma[t] : 0.0f, beta = t < C ? a.beta[t] : 0.0f;
-  const float kstar = to_float(a.x[t % C]);
-  const unsigned tag = t == 0 ? arr_load(s.launches) + 1 : 0u;
-  const DSum mine = sum_shift(res_raw_sums<T, kAdd>(a, plan, k, xs, sh.bars), kstar);
-  if (t < C) sh.kstar[t] = kstar;
-  if (t == 0) sh.tag = tag;
+  const DSum mine = sum_phase1<T, kAdd>(a, plan, k, xs, sh, s);
   STAMP(1);
   if (t / C < G) {
     sh.s1[t % C * P + t / C] = mine.s1;
@@ -262,8 +216,7 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_merge(FwdArgs<T> a, 
       const float d = static_cast<float>(s1) / rows;
       sh.tot[c] = Welford{rows, d, fmaxf(0.0f, static_cast<float>(s2) - static_cast<float>(s1) * d)};
     } else {
-      const double n = rows, d = s1 / n;
-      sh.tot[c] = Welford{rows, static_cast<float>(d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+      BlockStats{sh, rows}(c, s1, s2);
     }
   };
   if (C <= 32) dsum_channels<32>(sh, C, G, P, done);
@@ -271,18 +224,7 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd14_merge(FwdArgs<T> a, 
   STAMP(3);
   arr_publish(plan, sh, s);
   STAMP(4);
-  DSum acc{0.0, 0.0};
-  arr_collect(plan, s, sh.tag, [&](int b, float d, float m2) {
-    const double n = arr_rows(plan, b), dd = d;
-    acc.s1 = fma(n, dd, acc.s1);
-    acc.s2 = fma(n * dd, dd, acc.s2 + static_cast<double>(m2));
-  });
-  const double M = static_cast<double>(a.s.per_channel());
-  dsum_block(sh, acc, C, G, [&](int c, double s1, double s2) {
-    const double d = s1 / M;
-    sh.tot[c] = Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(sh.kstar[c]) + d),
-                        static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
-  });
+  sum_totals(a, plan, sh, sum_gather(plan, s, sh.tag));
   arr_finish(a, p, plan, sh, gamma, beta);
   res_phase3<T, kAdd, 4, SumShared>(a, plan, k, xs, sh);
   arr_leave(s, plan.blocks, sh.tag);
@@ -571,13 +513,13 @@ void run_fwd13(const char* name, Buffers<T>& b, Shape4 s, bool flush = true) {
   void* args[] = {&a, &p, &sc, &plan};
   time_probe(name, kernel, plan.blocks, dyn, args, static_cast<int>(plan.chunk), flush, kResBlock);
 }
-// `kernel`: a probe with v13's arguments (probe_fwd13_parts by default).
+// `kernel`: a probe with v13's arguments (probe_fwd13<T, kAdd, true> by default).
 template <class T, bool kAdd, bool k14 = false>
 void run_fwd13_parts(const char* name, Buffers<T>& b, Shape4 s, bool flush = true, const void* kernel = nullptr) {
   FwdArgs<T> a = b.fwd_args(s);
   if (!kernel)
     kernel = k14 ? reinterpret_cast<const void*>(&probe_fwd14_parts<T, kAdd>)
-                 : reinterpret_cast<const void*>(&probe_fwd13_parts<T, kAdd>);
+                 : reinterpret_cast<const void*>(&probe_fwd13<T, kAdd, true>);
   ResPlan plan = res_plan(s, device_limits().sm_count);
   const std::size_t dyn = static_cast<std::size_t>(plan.chunk) * sizeof(T);
   TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
