@@ -23,6 +23,7 @@
 #include "kernels/bwd_v5_onchip_cache.cuh"
 #include "kernels/bwd_v6_balanced.cuh"
 #include "kernels/bwd_v8_cluster.cuh"
+#include "kernels/bwd_v15_one_cluster.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -38,6 +39,7 @@
 #include "kernels/fwd_v12_resident.cuh"
 #include "kernels/fwd_v13_arrivals.cuh"
 #include "kernels/fwd_v14_shifted_sums.cuh"
+#include "kernels/fwd_v15_one_cluster.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -225,6 +227,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v13 with every merge a sum: deviations from one value per channel, in double",
                                             &fwd_v14_shifted_sums<T, kAdd>, &fwd_v13_scratch_bytes<T>,
                                             fwd_v14_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v15_one_cluster",
+                                            "a small tensor in one cluster's registers: sums merged on chip, one launch",
+                                            &fwd_v15_one_cluster<T, kAdd>, &fwd_v13_scratch_bytes<T>,
+                                            fwd_v15_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)
@@ -295,6 +301,9 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
     v.setup = [](BackwardInstance<T, kAdd>&, tut::Workspace&) { require_clusters("bwd_v8_cluster"); };
     p.versions.push_back(std::move(v));
   }
+  p.versions.push_back(bwd_version<T, kAdd>("v15_one_cluster", "a small tensor in one cluster's registers, as the forward v15",
+                                            "mask", &bwd_v15_one_cluster<T, kAdd>, &bwd_v5_scratch_bytes<T>,
+                                            bwd_v15_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

@@ -279,19 +279,37 @@ struct ChannelParams {
 // version 12 computes it for itself: one expression, so that they all get the saved invstd's bits.
 __device__ __forceinline__ float invstd_of(const Welford& w, float M, float eps) { return 1.0f / sqrtf(w.m2 / M + eps); }
 
-// From channel c's statistics over M values: the saved mean and inverse std, the running
-// statistics (momentum, unbiased variance), and the normalize pass's parameters.
+// Channel c's saved mean and inverse std, and its running statistics (momentum, unbiased
+// variance), from its statistics over M values.
 template <class T>
-__device__ inline void finish_forward_channel(const FwdArgs<T>& a, const ChannelParams& p, int c, Welford w) {
-  const float M = static_cast<float>(a.s.per_channel());
-  const float invstd = invstd_of(w, M, a.eps);
+__device__ __forceinline__ void save_channel(const FwdArgs<T>& a, int c, Welford w, float invstd, float M) {
   a.saved_mean[c] = w.mean;
   a.saved_invstd[c] = invstd;
   a.running_mean[c] = (1.0f - a.momentum) * a.running_mean[c] + a.momentum * w.mean;
   a.running_var[c] = (1.0f - a.momentum) * a.running_var[c] + a.momentum * (w.m2 / (M - 1.0f));
+}
+
+// From channel c's statistics over M values: the saved mean and inverse std, the running
+// statistics, and the normalize pass's parameters.
+template <class T>
+__device__ inline void finish_forward_channel(const FwdArgs<T>& a, const ChannelParams& p, int c, Welford w) {
+  const float M = static_cast<float>(a.s.per_channel());
+  const float invstd = invstd_of(w, M, a.eps);
+  save_channel(a, c, w, invstd, M);
   p.mean[c] = w.mean;
   p.scale[c] = a.gamma[c] * invstd;
   p.shift[c] = a.beta[c];
+}
+
+// (finish_backward_channel below spells the same two expressions out: written through this helper,
+// versions 1 to 6's backward kernels came out rescheduled, so they keep their own lines.)
+// dx's coefficients of a channel from A = gamma * invstd and its dgamma and dbeta over M values:
+// dx = A g + B (x - mean) + K.
+struct DxCoefficients {
+  float A, B, K;
+};
+__device__ __forceinline__ DxCoefficients dx_coefficients(float A, float invstd, float dgamma, float dbeta, float M) {
+  return {A, -A * invstd * (dgamma / M), -A * (dbeta / M)};
 }
 
 // From channel c's two sums: dgamma, dbeta and dx's coefficients.

@@ -86,9 +86,10 @@ __device__ __forceinline__ DSum sum_shift(const ResRaw& r, float kstar) {
 
 // Channel c's total over the G groups: W lanes of a warp per channel (32 / W channels a warp),
 // lane l adding groups l, l + W, ..., then a butterfly. `done(c, s1, s2)` runs on the channel's
-// first lane.
-template <int W, class Done>
-__device__ __forceinline__ void dsum_channels(const SumShared& sh, int C, int G, int P, Done done) {
+// first lane. Sh: a block of kResBlock threads' shared memory with arrays s1 and s2 (SumShared,
+// or v15's OneShared).
+template <int W, class Sh, class Done>
+__device__ __forceinline__ void dsum_channels(const Sh& sh, int C, int G, int P, Done done) {
   const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
   for (int c0 = warp * (32 / W); c0 < C; c0 += kResBlock / W) {
     const int c = c0 + lane / W, l = lane % W;
@@ -109,8 +110,8 @@ __device__ __forceinline__ void dsum_channels(const SumShared& sh, int C, int G,
 
 // Thread t's sums (group t / C of channel t % C) added per channel over the block's G groups; every
 // thread calls it, and `done` has run for every channel on return.
-template <class Done>
-__device__ __forceinline__ void dsum_block(SumShared& sh, DSum v, int C, int G, Done done) {
+template <class Sh, class Done>
+__device__ __forceinline__ void dsum_block(Sh& sh, DSum v, int C, int G, Done done) {
   const int t = static_cast<int>(threadIdx.x), P = G | 1;
   if (t / C < G) {
     const int i = t % C * P + t / C;

@@ -129,23 +129,31 @@ inline void require_clusters(const char* who) {
     throw tut::Unsupported(std::string(who) + ": needs thread-block clusters (compute capability 9.0 or later)");
 }
 
+// A launch of `blocks` blocks of `threads` threads in clusters of K, the cluster's dimension set.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1] = {};
+  ClusterLaunch(std::int64_t blocks, int threads, int K, cudaStream_t st, const char* who) {
+    cfg.gridDim = dim3(grid_of(blocks, who));
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = st;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(K);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;  // cfg points at attr
+};
+
 // Launches `kernel` as a grid of `groups` clusters of K blocks of kBlock threads.
 template <class... Params, class... Args>
 void launch_clusters(void (*kernel)(Params...), const ClusterPlan& plan, cudaStream_t st, const char* who,
                      Args... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid_of(plan.groups * plan.K, who));
-  cfg.blockDim = dim3(kBlock);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(plan.K);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  TUT_CUDA(cudaLaunchKernelEx(&cfg, kernel, args...));  // returns the launch's own error
+  const ClusterLaunch l(plan.groups * plan.K, kBlock, plan.K, st, who);
+  TUT_CUDA(cudaLaunchKernelEx(&l.cfg, kernel, args...));  // returns the launch's own error
 }
 
 // The second cluster barrier, split: arrive once this thread has read the other blocks' shared

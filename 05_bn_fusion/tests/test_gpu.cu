@@ -143,6 +143,15 @@ std::vector<tut::Case> v12_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 64, 9, 11}, {3, 65, 5, 5}, {1, 5, 3, 3}, {2, 16, 3, 1}, {6, 48, 33, 35}, {2, 1, 300, 301}});
 }
 
+// v15's cuts beyond shapes(): C = 512, its largest, and 513, past it (v14 or v5 runs); rows of 8
+// values of C = 100 (rows C a multiple of 32 every 8 rows); C = 1 in 15 blocks of 128 rows; at
+// C = 33, the most rows 16 blocks hold (16 x 224) and one more (v14 or v5 runs); and, outside the
+// sanitizers, the suite's shapes past it.
+template <class Inst>
+std::vector<tut::Case> v15_shapes(const tut::Problem<Inst>& p) {
+  return shapes_plus(p, {{4, 512, 2, 2}, {2, 513, 1, 2}, {3, 100, 5, 7}, {2, 1, 30, 31}, {8, 33, 16, 28}, {1, 33, 3585, 1}});
+}
+
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
 // (rounded to half where x is half).
 template <class Inst>
@@ -378,12 +387,12 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_f16(), dims, "v14_shifted_sums", nullptr);
   }
 
-  TEST_CASE("v14_shifted_sums: K* far from the mean (x's first row at 5000, the rest in [-2, 2)): the saved statistics" *
+  TEST_CASE("v14 and v15: K* far from the mean (x's first row at 5000, the rest in [-2, 2)): the saved statistics" *
             tut::needs_gpu()) {
     // The instance's reference is drawn once, so this x is judged here: the saved mean and inverse
     // std against the double-precision statistics of the values x holds, at the instance's tolerances.
-    const auto check = [](const auto& p) {
-      const auto q = only(p, "v14_shifted_sums");  // the trial keeps a reference to q's version
+    const auto check = [](const auto& p, const char* name) {
+      const auto q = only(p, name);  // the trial keeps a reference to q's version
       for (const Dims& d : {Dims{8, 32, 28, 28}, Dims{4, 33, 17, 19}, Dims{2, 1, 300, 301}}) {
         const auto c = bn_case(p, d, "NHWC");
         const auto inst = tut::instantiate(p, c, tut::test_options(p.name, c));
@@ -408,8 +417,31 @@ TEST_SUITE("gpu") {
         }
       }
     };
+    for (const char* name : {"v14_shifted_sums", "v15_one_cluster"}) {
+      check(bn_relu_f32(), name);
+      check(bn_add_relu_f16(), name);
+    }
+  }
+
+  TEST_CASE("v15_one_cluster: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    const auto check = [](const auto& p) { check_rung(p, "v15_one_cluster", v15_shapes(p)); };
     check(bn_relu_f32());
+    check(bn_add_relu_f32());
+    check(bn_relu_f16());
     check(bn_add_relu_f16());
+    check(bn_relu_backward_f32());
+    check(bn_add_relu_backward_f32());
+    check(bn_relu_backward_f16());
+    check(bn_add_relu_backward_f16());
+  }
+
+  TEST_CASE("v15_one_cluster: its first launch's bits, launch after launch, x drawn again each time" * tut::needs_gpu()) {
+    // C = 33 (14 blocks), C = 3, C = 1 (15 blocks), C = 512 (one row group a block).
+    const std::vector<Dims> dims = {{4, 33, 17, 19}, {8, 3, 30, 30}, {2, 1, 30, 31}, {4, 512, 2, 2}};
+    check_bits(bn_relu_f32(), dims, "v15_one_cluster", nullptr);
+    check_bits(bn_add_relu_f16(), dims, "v15_one_cluster", nullptr);
+    check_bits(bn_relu_backward_f32(), dims, "v15_one_cluster", nullptr);
+    check_bits(bn_add_relu_backward_f16(), dims, "v15_one_cluster", nullptr);
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {

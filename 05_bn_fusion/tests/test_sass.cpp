@@ -355,3 +355,36 @@ TEST_CASE("v14: v13's copies, tags and flags, every merge a sum in double (DADD,
     CHECK(tut::count_opcode(k, "STL") == 0);
   }
 }
+
+TEST_CASE("v15: every value's load issued before the first sum, the sums in double, one cluster barrier and the other "
+          "blocks' sums read from their shared memory, the mask's words ORed in shared memory; no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  // The position of the n-th instruction whose opcode starts with `prefix`, or the code's length.
+  const auto nth = [](const std::vector<tut::SassInstruction>& code, const std::string& prefix, int n) {
+    for (std::size_t i = 0; i < code.size(); ++i)
+      if (code[i].opcode.rfind(prefix, 0) == 0 && --n == 0) return i;
+    return code.size();
+  };
+  for (const auto& [name, fwd, half] : {std::tuple{"fwd_v15_one_cluster_kernel<float, false>", true, false},
+                                        std::tuple{"fwd_v15_one_cluster_kernel<float, true>", true, false},
+                                        std::tuple{"fwd_v15_one_cluster_kernel<__half, false>", true, true},
+                                        std::tuple{"fwd_v15_one_cluster_kernel<__half, true>", true, true},
+                                        std::tuple{"bwd_v15_one_cluster_kernel<float, false>", false, false},
+                                        std::tuple{"bwd_v15_one_cluster_kernel<float, true>", false, false},
+                                        std::tuple{"bwd_v15_one_cluster_kernel<__half, false>", false, true},
+                                        std::tuple{"bwd_v15_one_cluster_kernel<__half, true>", false, true}}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    // x's 8 values (and dy's in the backward) before the first conversion to double.
+    const std::string load = half ? "LDG.E.U16" : "LDG.E";
+    CHECK(nth(k.code, load, fwd ? 8 : 16) < nth(k.code, "F2F.F64", 1));
+    CHECK(count_in(k.code, "DADD") >= 2 * 2 * 4);  // the block's sum: at least 4 butterfly levels of two additions
+    CHECK(count_in(k.code, "UCGABAR_ARV") == 2);   // the cluster barrier, and the arrival after the reads
+    CHECK(count_in(k.code, "UCGABAR_WAIT") == 2);
+    CHECK(count_in(k.code, "LD.E.64") >= 2);       // another block's sums of a channel, through the cluster's window
+    CHECK(count_in(k.code, "ATOMG") + count_in(k.code, "RED.E") + count_in(k.code, "ATOM.E") == 0);  // nothing merged in global memory
+    CHECK(count_in(k.code, "ATOMS.OR") == (fwd ? 2 * 8 - 1 : 0));  // per value, a word or two; the first lands on a word's start
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}

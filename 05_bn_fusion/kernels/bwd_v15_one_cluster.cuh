@@ -1,0 +1,91 @@
+// bwd v15_one_cluster: the forward v15's cut for the backward. One cluster holds the whole tensor:
+// each thread loads its values of dy, x and their mask bits at once, sums g = kept ? dy : 0 and
+// g (x - mean) in double, the cluster adds the sums in shared memory in rank order (every block the
+// same bits), block 0 writes dgamma and dbeta, and dx (and dr) come from the registers.
+//
+// What changed since v8. At 4x33x17x19 NHWC v8 gives 2 clusters of 8 blocks of 256 threads 21
+// values each, read one after another; cuDNN's fused backward was faster on the H100 (0.0097 ms
+// against v8's 0.0109, results/NVIDIA_H100_80GB_HBM3.cudnn_suite.txt). Here 14 blocks of 1024
+// threads, 4 values each, every load issued before the first add.
+// Prediction: as the forward's, one DRAM round trip, two block barriers and one cluster barrier:
+// below cuDNN's fused backward.
+//
+// Where it does not apply (as the forward's), v15 runs v5.
+#pragma once
+
+#include "kernels/bwd_v5_onchip_cache.cuh"
+#include "kernels/fwd_v15_one_cluster.cuh"
+
+namespace ch05 {
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdArgs<T> a, OnePlan p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ OneShared sh;
+  const OneSpot s = one_spot(p);
+  // 1. g and x - mean into registers, every load at once; the thread's two sums, in double.
+  const float mean = a.saved_mean[s.c];
+  float gv[kOneItems], xv[kOneItems];
+#pragma unroll
+  for (int m = 0; m < kOneItems; ++m) {
+    const bool has = s.has(p, m);
+    const int e = s.first + m * p.B;
+    const bool keep = has && ((a.mask[e >> 5] >> (e & 31)) & 1u);
+    const float dy = has ? to_float(a.dy[e]) : 0.0f;  // loaded beside the mask's word, not after it
+    gv[m] = keep ? dy : 0.0f;
+    xv[m] = has ? to_float(a.x[e]) - mean : 0.0f;
+  }
+  DSum mine{0.0, 0.0};
+#pragma unroll
+  for (int m = 0; m < kOneItems; ++m) {
+    mine.s1 += static_cast<double>(gv[m]);
+    mine.s2 = fma(static_cast<double>(gv[m]), static_cast<double>(xv[m]), mine.s2);
+  }
+  // 2. The cluster's sums; dgamma, dbeta and dx's coefficients, in every block.
+  const float M = static_cast<float>(p.M);
+  one_cluster_sums(sh, p, mine, [&](int c, double s1, double s2) {
+    const float invstd = a.saved_invstd[c], dgamma = static_cast<float>(s2) * invstd, dbeta = static_cast<float>(s1);
+    const DxCoefficients k = dx_coefficients(a.gamma[c] * invstd, invstd, dgamma, dbeta, M);
+    sh.p0[c] = k.A;
+    sh.p1[c] = k.B;
+    sh.p2[c] = k.K;
+    if (blockIdx.x == 0) {
+      a.dgamma[c] = dgamma;
+      a.dbeta[c] = dbeta;
+    }
+  });
+  // 3. dx (and dr) from the registers.
+  const float A = sh.p0[s.c], B = sh.p1[s.c], K = sh.p2[s.c];
+#pragma unroll
+  for (int m = 0; m < kOneItems; ++m)
+    if (s.has(p, m)) {
+      const int e = s.first + m * p.B;
+      a.dx[e] = from_float<T>(fmaf(A, gv[m], fmaf(B, xv[m], K)));
+      if constexpr (kAdd) a.dr[e] = from_float<T>(gv[m]);
+    }
+  cluster_wait();
+#else
+  __trap();  // clusters: sm_90 and later (the launcher runs v5 on older GPUs)
+#endif
+}
+
+template <class T, bool kAdd>
+void bwd_v15_one_cluster(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
+  check_shape(a.s, "bwd_v15_one_cluster");
+  constexpr auto kernel = &bwd_v15_one_cluster_kernel<T, kAdd>;
+  if (a.s.layout == Layout::nhwc && clusters_supported())
+    if (const auto p = one_plan(a.s, one_cluster_blocks<kernel>())) {
+      launch_one_cluster(kernel, *p, st, "bwd_v15_one_cluster", a, *p);
+      return;
+    }
+  bwd_v5_onchip_cache<T, kAdd>(st, a, ws);
+}
+
+template <class T, bool kAdd>
+std::vector<const void*> bwd_v15_kernels() {
+  auto k = bwd_v5_kernels<T, kAdd>();
+  k.push_back(TUT_KERNEL(bwd_v15_one_cluster_kernel<T, kAdd>));
+  return k;
+}
+
+}  // namespace ch05

@@ -1,0 +1,261 @@
+// fwd v15_one_cluster: a tensor that fits in the registers of one cluster, done by that one
+// cluster in one launch: every value loaded at once, the sums merged in shared memory, then the
+// pass from the registers. No partial goes to global memory and no block waits on another cluster.
+//
+// What changed since v14 (and v8). At 4x33x17x19 NHWC (1292 rows of 33 channels, 42 K values,
+// 170 KB in float) v14 spreads the rows over every SM: about 10 rows a block, 132 blocks that each
+// publish and gather (results/NVIDIA_H200.v14_bench.txt: 0.0128 ms against cuDNN's fused 0.0093 and
+// v11's 0.0099). v8 cut it into 2 clusters of 8 blocks of 256 threads (32 channels each, so the
+// second cluster has one channel), 21 values per thread walked one after another with a division
+// each (Nsight Compute on the H100: 26.2 us, 12.5 % of the warps active; README, Appendix M). Here
+// the whole tensor goes to one cluster of K blocks of 1024 threads (K = 16, the non-portable size,
+// where the GPU can place it; else 8):
+//   The cut. A block's thread t takes channel c = t % C and row group g = t / C (G = 1024 / C
+//   groups, B = G C threads with values); block b takes `rows` consecutive rows, rows C a multiple
+//   of 32 (so a block's elements start on a mask word); thread t's values are rows g, g + G, ... of
+//   its block, value m at element (b rows) C + t + m B: a warp's 32 lanes load 32 consecutive
+//   elements, every load of the thread issued before the first add. At most 8 values per thread.
+//   The sums. As v14's: each value's deviation from K* = x[c] (x's first row), summed here in double
+//   from the start (8 values a thread at most), the block's groups added per channel in one warp's
+//   lanes and a butterfly (v14's dsum_block).
+//   The cluster's sum. One cluster barrier; every block adds the K blocks' sums of each channel in
+//   rank order from their shared memories, so every block gets the same statistics bit for bit;
+//   block 0 writes the saved and running statistics.
+//   The pass, from the registers: y, and the mask's bits by warp ballots ORed into the block's
+//   words in shared memory (a warp's 32 elements straddle two words when B is not a multiple of
+//   32), stored whole at the end; no word is shared with another block.
+// Precision: v14's (K* is one of the channel's values; the final subtraction in double).
+// Prediction: at 4x33x17x19 (14 blocks of 96 rows, 4 values a thread) the time of one DRAM round
+// trip for the loads, two block barriers, one cluster barrier and the stores: below cuDNN's fused
+// kernel, 7.5 us under Nsight Compute on the H200 (results/NVIDIA_H200.ncu_v14.csv), and v11's two
+// kernels.
+//
+// Where it does not apply (NCHW, C > 512, more rows than K blocks hold at 8 values a thread, no
+// sm_90), v15 runs v14.
+#pragma once
+
+#include "kernels/fwd_v14_shifted_sums.cuh"
+#include "kernels/fwd_v8_cluster.cuh"
+
+#include <cooperative_groups.h>
+
+#include <numeric>
+#include <optional>
+
+namespace ch05 {
+
+inline constexpr int kOneItems = 8;    // values of each operand a thread holds, at most
+inline constexpr int kOneMaxC = 512;   // channels, at most (dsum_block's groups: 1024 + C doubles)
+inline constexpr int kOneMaxK = 16;    // blocks in the cluster: 16 where the GPU can place them, else 8
+inline constexpr int kOneWords = kResBlock * kOneItems / 32 + 2;  // a block's mask words, and one over
+
+// How v15 cuts the tensor: one cluster of K blocks of kResBlock threads.
+struct OnePlan {
+  int C = 1, G = 1, B = 1;  // channels; row groups per block, 1024 / C; threads with values, G C
+  int K = 1;                // blocks
+  int rows = 1;             // rows per block (the last block: the rest); rows C is a multiple of 32
+  int items = 1;            // values per thread: ceil(rows / G)
+  std::int64_t M = 0;       // rows: N H W
+};
+
+// The cut with the most blocks (at most maxK), or none where v15 does not apply.
+inline std::optional<OnePlan> one_plan(const Shape4& s, int maxK) {
+  if (s.layout != Layout::nhwc || s.C > kOneMaxC) return std::nullopt;
+  OnePlan p;
+  p.C = static_cast<int>(s.C);
+  p.G = kResBlock / p.C;
+  p.B = p.G * p.C;
+  p.M = s.per_channel();
+  const std::int64_t align = 32 / std::gcd(p.C, 32);  // rows C a multiple of 32
+  const std::int64_t rows = ((p.M + maxK - 1) / maxK + align - 1) / align * align;
+  const std::int64_t items = (rows + p.G - 1) / p.G;
+  if (items > kOneItems) return std::nullopt;
+  p.rows = static_cast<int>(rows);
+  p.items = static_cast<int>(items);
+  p.K = static_cast<int>((p.M + rows - 1) / rows);
+  return p;
+}
+
+// The blocks a cluster of `Kernel` may have on this device: 16 where cudaOccupancyMaxActiveClusters
+// places one cluster of 16 (the non-portable size, allowed here), else 8. Once per device.
+template <auto Kernel>
+int one_cluster_blocks() {
+  static int cache[64] = {};
+  int dev = 0;
+  TUT_CUDA(cudaGetDevice(&dev));
+  int& k = cache[dev & 63];
+  if (k == 0) {
+    TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    const ClusterLaunch l(kOneMaxK, kResBlock, kOneMaxK, nullptr, "one_cluster_blocks");
+    int clusters = 0;
+    TUT_CUDA(cudaOccupancyMaxActiveClusters(&clusters, Kernel, &l.cfg));
+    k = clusters >= 1 ? kOneMaxK : kClusterMax;
+  }
+  return k;
+}
+
+// kOneItems values of T held in registers: half two to a register (the half Add forward spilt with
+// one a register).
+template <class T>
+struct OneHeld {
+  T v[kOneItems];
+  __device__ __forceinline__ T get(int m) const { return v[m]; }
+  __device__ __forceinline__ void set(int m, T x) { v[m] = x; }
+};
+template <>
+struct OneHeld<__half> {
+  __half2 v[kOneItems / 2];
+  __device__ __forceinline__ __half get(int m) const { return m % 2 ? __high2half(v[m / 2]) : __low2half(v[m / 2]); }
+  __device__ __forceinline__ void set(int m, __half x) {
+    v[m / 2] = m % 2 ? __halves2half2(__low2half(v[m / 2]), x) : __halves2half2(x, __high2half(v[m / 2]));
+  }
+};
+
+// The block's shared memory: dsum_block's groups (channel c's at c (G | 1) + g); the block's sums
+// per channel, which every block of the cluster reads; the pass's three parameters per channel;
+// the block's mask words (the forward).
+struct OneShared {
+  double s1[kResBlock + kOneMaxC], s2[kResBlock + kOneMaxC];
+  double t1[kOneMaxC], t2[kOneMaxC];
+  float p0[kOneMaxC], p1[kOneMaxC], p2[kOneMaxC];
+  Word words[kOneWords];
+};
+
+// Where thread t of block b stands: its channel, its first element, the rows of its block.
+struct OneSpot {
+  int t, c, g, rows;
+  bool on;    // t < B: a thread with values
+  int first;  // its value m is element first + m B (a tensor v15 takes has at most 16 x 8 x 1024 elements)
+  __device__ __forceinline__ bool has(const OnePlan& p, int m) const { return on && g + m * p.G < rows; }
+};
+
+__device__ __forceinline__ OneSpot one_spot(const OnePlan& p) {
+  OneSpot s;
+  s.t = static_cast<int>(threadIdx.x);
+  s.c = s.t % p.C;
+  s.g = s.t / p.C;
+  s.on = s.g < p.G;
+  const int row0 = static_cast<int>(blockIdx.x) * p.rows;
+  s.rows = min(p.rows, static_cast<int>(p.M) - row0);
+  s.first = row0 * p.C + s.t;
+  return s;
+}
+
+// The sums of every channel over the cluster: thread t's `mine` added per channel in the block
+// (dsum_block), the block's sums to sh.t1 and sh.t2, one cluster barrier, then for each channel the
+// K blocks' sums in rank order, handed to done(c, s1, s2) in every block (the same bits in each).
+// Every thread calls it. On return the thread has arrived at the cluster's second barrier: it must
+// call cluster_wait() before it leaves, so that no block's shared memory goes while read.
+template <class Done>
+__device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  dsum_block(sh, mine, p.C, p.G, [&](int c, double s1, double s2) {
+    sh.t1[c] = s1;
+    sh.t2[c] = s2;
+  });
+  cluster.sync();
+  for (int c = static_cast<int>(threadIdx.x); c < p.C; c += kResBlock) {
+    double s1 = 0.0, s2 = 0.0;
+#pragma unroll 2
+    for (int q = 0; q < p.K; ++q) {
+      s1 += *cluster.map_shared_rank(&sh.t1[c], q);
+      s2 += *cluster.map_shared_rank(&sh.t2[c], q);
+    }
+    done(c, s1, s2);
+  }
+  cluster_arrive();
+  __syncthreads();
+#endif
+}
+
+template <class... Params, class... Args>
+void launch_one_cluster(void (*kernel)(Params...), const OnePlan& p, cudaStream_t st, const char* who, Args... args) {
+  const ClusterLaunch l(p.K, kResBlock, p.K, st, who);
+  TUT_CUDA(cudaLaunchKernelEx(&l.cfg, kernel, args...));  // returns the launch's own error
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdArgs<T> a, OnePlan p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ OneShared sh;
+  const OneSpot s = one_spot(p);
+  // 1. Every value into registers (r too), then the thread's sums from K*, in double.
+  float xv[kOneItems];
+  OneHeld<T> rv{};  // r as it is, added in the pass
+#pragma unroll
+  for (int m = 0; m < kOneItems; ++m) {
+    const bool has = s.has(p, m);
+    xv[m] = has ? to_float(a.x[s.first + m * p.B]) : 0.0f;
+    if constexpr (kAdd) rv.set(m, has ? a.r[s.first + m * p.B] : T{});
+  }
+  const float kstar = to_float(a.x[s.c]);
+  for (int i = s.t; i < kOneWords; i += kResBlock) sh.words[i] = 0u;
+  DSum mine{0.0, 0.0};
+#pragma unroll
+  for (int m = 0; m < kOneItems; ++m)
+    if (s.has(p, m)) {
+      const double d = static_cast<double>(xv[m]) - static_cast<double>(kstar);
+      mine.s1 += d;
+      mine.s2 = fma(d, d, mine.s2);
+    }
+  // 2. The cluster's sums; each channel's statistics and the pass's parameters, in every block.
+  const float M = static_cast<float>(p.M);
+  one_cluster_sums(sh, p, mine, [&](int c, double s1, double s2) {
+    const double d = s1 / static_cast<double>(p.M);
+    const Welford w{M, static_cast<float>(static_cast<double>(to_float(a.x[c])) + d),
+                    static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+    const float invstd = invstd_of(w, M, a.eps);
+    sh.p0[c] = w.mean;
+    sh.p1[c] = a.gamma[c] * invstd;
+    sh.p2[c] = a.beta[c];
+    if (blockIdx.x == 0) save_channel(a, c, w, invstd, M);
+  });
+  // 3. The pass from the registers; the mask's bits ORed into the block's words, then stored.
+  const float mean = sh.p0[s.c], scale = sh.p1[s.c], shift = sh.p2[s.c];
+  const int lane = s.t % 32;
+#pragma unroll
+  for (int m = 0; m < kOneItems; ++m) {
+    if (m >= p.items) break;  // the same in every thread: the ballots' lanes all vote
+    const bool has = s.has(p, m);
+    float v = fmaf(xv[m] - mean, scale, shift);
+    if constexpr (kAdd) v += to_float(rv.get(m));
+    v = round_to<T>(v);
+    if (has) a.y[s.first + m * p.B] = from_float<T>(relu(v));
+    const unsigned bits = __ballot_sync(kFullWarp, has && kept(v));
+    if (lane == 0 && bits != 0u) {
+      const int at = s.t + m * p.B;  // the lane's element within the block's
+      atomicOr(&sh.words[at / 32], bits << (at % 32));
+      if (at % 32 != 0) atomicOr(&sh.words[at / 32 + 1], bits >> (32 - at % 32));
+    }
+  }
+  __syncthreads();
+  Word* words = a.mask + (s.first - s.t) / 32;
+  for (int i = s.t; i < (s.rows * p.C + 31) / 32; i += kResBlock) words[i] = sh.words[i];
+  cluster_wait();
+#else
+  __trap();  // clusters: sm_90 and later (the launcher runs v14 on older GPUs)
+#endif
+}
+
+template <class T, bool kAdd>
+void fwd_v15_one_cluster(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
+  check_shape(a.s, "fwd_v15_one_cluster");
+  constexpr auto kernel = &fwd_v15_one_cluster_kernel<T, kAdd>;
+  if (a.s.layout == Layout::nhwc && clusters_supported())
+    if (const auto p = one_plan(a.s, one_cluster_blocks<kernel>())) {
+      launch_one_cluster(kernel, *p, st, "fwd_v15_one_cluster", a, *p);
+      return;
+    }
+  fwd_v14_shifted_sums<T, kAdd>(st, a, ws);
+}
+
+template <class T, bool kAdd>
+std::vector<const void*> fwd_v15_kernels() {
+  auto k = fwd_v14_kernels<T, kAdd>();
+  k.push_back(TUT_KERNEL(fwd_v15_one_cluster_kernel<T, kAdd>));
+  return k;
+}
+
+}  // namespace ch05
