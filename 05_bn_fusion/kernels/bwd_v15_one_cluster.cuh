@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdAr
     gv[m] = keep ? dy : 0.0f;
     xv[m] = has ? to_float(a.x[e]) - mean : 0.0f;
   }
+  one_stage<2>(sh, p, {a.gamma, a.saved_invstd});
   DSum mine{0.0, 0.0};
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m) {
@@ -44,18 +45,18 @@ __global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdAr
   // 2. The cluster's sums; dgamma, dbeta and dx's coefficients, in every block.
   const float M = static_cast<float>(p.M);
   one_cluster_sums(sh, p, mine, [&](int c, double s1, double s2) {
-    const float invstd = a.saved_invstd[c], dgamma = static_cast<float>(s2) * invstd, dbeta = static_cast<float>(s1);
-    const DxCoefficients k = dx_coefficients(a.gamma[c] * invstd, invstd, dgamma, dbeta, M);
-    sh.p0[c] = k.A;
-    sh.p1[c] = k.B;
-    sh.p2[c] = k.K;
+    const float invstd = sh.v[1][c], dgamma = static_cast<float>(s2) * invstd, dbeta = static_cast<float>(s1);
+    const DxCoefficients k = dx_coefficients(sh.v[0][c] * invstd, invstd, dgamma, dbeta, M);
+    sh.v[0][c] = k.A;
+    sh.v[1][c] = k.B;
+    sh.v[2][c] = k.K;
     if (blockIdx.x == 0) {
       a.dgamma[c] = dgamma;
       a.dbeta[c] = dbeta;
     }
   });
   // 3. dx (and dr) from the registers.
-  const float A = sh.p0[s.c], B = sh.p1[s.c], K = sh.p2[s.c];
+  const float A = sh.v[0][s.c], B = sh.v[1][s.c], K = sh.v[2][s.c];
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m)
     if (s.has(p, m)) {

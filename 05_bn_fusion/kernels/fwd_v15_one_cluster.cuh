@@ -112,14 +112,31 @@ struct OneHeld<__half> {
 };
 
 // The block's shared memory: dsum_block's groups (channel c's at c (G | 1) + g); the block's sums
-// per channel, which every block of the cluster reads; the pass's three parameters per channel;
-// the block's mask words (the forward).
+// per channel, which every block of the cluster reads; per channel, what the statistics' end needs,
+// loaded at the start (v[k][c]), then the pass's three parameters in v[0..2][c]; the block's mask
+// words (the forward).
+inline constexpr int kOneStaged = 5;
 struct OneShared {
   double s1[kResBlock + kOneMaxC], s2[kResBlock + kOneMaxC];
   double t1[kOneMaxC], t2[kOneMaxC];
-  float p0[kOneMaxC], p1[kOneMaxC], p2[kOneMaxC];
+  float v[kOneStaged][kOneMaxC];
   Word words[kOneWords];
 };
+
+// Thread t < C loads channel t's `count` per-channel values into sh.v[k][t], at the kernel's start
+// (their loads in flight with x's; read after the first block barrier).
+template <int kCount>
+__device__ __forceinline__ void one_stage(OneShared& sh, const OnePlan& p, const float* const (&from)[kCount]) {
+  static_assert(kCount <= kOneStaged, "room for kOneStaged arrays");
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < p.C) {
+    float got[kCount];
+#pragma unroll
+    for (int k = 0; k < kCount; ++k) got[k] = from[k][t];
+#pragma unroll
+    for (int k = 0; k < kCount; ++k) sh.v[k][t] = got[k];
+  }
+}
 
 // Where thread t of block b stands: its channel, its first element, the rows of its block.
 struct OneSpot {
@@ -142,10 +159,12 @@ __device__ __forceinline__ OneSpot one_spot(const OnePlan& p) {
 }
 
 // The sums of every channel over the cluster: thread t's `mine` added per channel in the block
-// (dsum_block), the block's sums to sh.t1 and sh.t2, one cluster barrier, then for each channel the
-// K blocks' sums in rank order, handed to done(c, s1, s2) in every block (the same bits in each).
-// Every thread calls it. On return the thread has arrived at the cluster's second barrier: it must
-// call cluster_wait() before it leaves, so that no block's shared memory goes while read.
+// (dsum_block), the block's sums to sh.t1 and sh.t2, one cluster barrier; then 16 lanes per channel,
+// lane q reading block q's sums (all of them in flight at once), and a butterfly over the 16 lanes
+// (a lane past K adds zeros). Every lane and every block adds in the same order, so every block
+// gets the same bits; lane 0 hands them to done(c, s1, s2). Every thread calls it. On return the
+// thread has arrived at the cluster's second barrier: it must call cluster_wait() before it leaves,
+// so that no block's shared memory goes while read.
 template <class Done>
 __device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -156,14 +175,20 @@ __device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p
     sh.t2[c] = s2;
   });
   cluster.sync();
-  for (int c = static_cast<int>(threadIdx.x); c < p.C; c += kResBlock) {
+  const int t = static_cast<int>(threadIdx.x), q = t % kOneMaxK;
+  for (int c0 = 0; c0 < p.C; c0 += kResBlock / kOneMaxK) {  // the same rounds in every warp: the shuffles
+    const int c = c0 + t / kOneMaxK;
     double s1 = 0.0, s2 = 0.0;
-#pragma unroll 2
-    for (int q = 0; q < p.K; ++q) {
-      s1 += *cluster.map_shared_rank(&sh.t1[c], q);
-      s2 += *cluster.map_shared_rank(&sh.t2[c], q);
+    if (c < p.C && q < p.K) {
+      s1 = *cluster.map_shared_rank(&sh.t1[c], q);
+      s2 = *cluster.map_shared_rank(&sh.t2[c], q);
     }
-    done(c, s1, s2);
+#pragma unroll
+    for (int o = kOneMaxK / 2; o > 0; o /= 2) {
+      s1 += __shfl_xor_sync(kFullWarp, s1, o);
+      s2 += __shfl_xor_sync(kFullWarp, s2, o);
+    }
+    if (q == 0 && c < p.C) done(c, s1, s2);
   }
   cluster_arrive();
   __syncthreads();
@@ -191,6 +216,8 @@ __global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdAr
     if constexpr (kAdd) rv.set(m, has ? a.r[s.first + m * p.B] : T{});
   }
   const float kstar = to_float(a.x[s.c]);
+  one_stage<4>(sh, p, {a.gamma, a.beta, a.running_mean, a.running_var});
+  if (s.t < p.C) sh.v[4][s.t] = to_float(a.x[s.t]);  // channel t's K*
   for (int i = s.t; i < kOneWords; i += kResBlock) sh.words[i] = 0u;
   DSum mine{0.0, 0.0};
 #pragma unroll
@@ -203,17 +230,23 @@ __global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdAr
   // 2. The cluster's sums; each channel's statistics and the pass's parameters, in every block.
   const float M = static_cast<float>(p.M);
   one_cluster_sums(sh, p, mine, [&](int c, double s1, double s2) {
+    const float gamma = sh.v[0][c], beta = sh.v[1][c], rmean = sh.v[2][c], rvar = sh.v[3][c];
     const double d = s1 / static_cast<double>(p.M);
-    const Welford w{M, static_cast<float>(static_cast<double>(to_float(a.x[c])) + d),
+    const Welford w{M, static_cast<float>(static_cast<double>(sh.v[4][c]) + d),
                     static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
     const float invstd = invstd_of(w, M, a.eps);
-    sh.p0[c] = w.mean;
-    sh.p1[c] = a.gamma[c] * invstd;
-    sh.p2[c] = a.beta[c];
-    if (blockIdx.x == 0) save_channel(a, c, w, invstd, M);
+    sh.v[0][c] = w.mean;
+    sh.v[1][c] = gamma * invstd;
+    sh.v[2][c] = beta;
+    if (blockIdx.x == 0) {  // save_channel's, with the running statistics loaded at the start
+      a.saved_mean[c] = w.mean;
+      a.saved_invstd[c] = invstd;
+      a.running_mean[c] = (1.0f - a.momentum) * rmean + a.momentum * w.mean;
+      a.running_var[c] = (1.0f - a.momentum) * rvar + a.momentum * (w.m2 / (M - 1.0f));
+    }
   });
   // 3. The pass from the registers; the mask's bits ORed into the block's words, then stored.
-  const float mean = sh.p0[s.c], scale = sh.p1[s.c], shift = sh.p2[s.c];
+  const float mean = sh.v[0][s.c], scale = sh.v[1][s.c], shift = sh.v[2][s.c];
   const int lane = s.t % 32;
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m) {
