@@ -23,33 +23,47 @@
 
 namespace ch05 {
 
-template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdArgs<T> a, OnePlan p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ OneShared sh;
-  const OneSpot s = one_spot(p);
-  // 1. g and x - mean into registers, every load at once; the thread's two sums, in double.
+// ---- The backward's steps (tools/phase_timeline.cu stamps between them) -------------------------------
+
+// What a backward thread holds: g = kept ? dy : 0, and x - mean.
+struct OneBwdHeld {
+  float g[kOneItems], xm[kOneItems];
+};
+
+// Phase 1: g and x - mean into registers, every load at once (dy beside the mask's word, not after
+// it); each channel's gamma and invstd into shared memory; the thread's two sums, in double.
+template <class T>
+__device__ __forceinline__ DSum one_bwd_phase1(const BwdArgs<T>& a, const OnePlan& p, const OneSpot& s, OneShared& sh,
+                                               OneBwdHeld& h) {
   const float mean = a.saved_mean[s.c];
-  float gv[kOneItems], xv[kOneItems];
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m) {
     const bool has = s.has(p, m);
     const int e = s.first + m * p.B;
     const bool keep = has && ((a.mask[e >> 5] >> (e & 31)) & 1u);
-    const float dy = has ? to_float(a.dy[e]) : 0.0f;  // loaded beside the mask's word, not after it
-    gv[m] = keep ? dy : 0.0f;
-    xv[m] = has ? to_float(a.x[e]) - mean : 0.0f;
+    const float dy = has ? to_float(a.dy[e]) : 0.0f;
+    h.g[m] = keep ? dy : 0.0f;
+    h.xm[m] = has ? to_float(a.x[e]) - mean : 0.0f;
   }
   one_stage<2>(sh, p, {a.gamma, a.saved_invstd});
   DSum mine{0.0, 0.0};
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m) {
-    mine.s1 += static_cast<double>(gv[m]);
-    mine.s2 = fma(static_cast<double>(gv[m]), static_cast<double>(xv[m]), mine.s2);
+    mine.s1 += static_cast<double>(h.g[m]);
+    mine.s2 = fma(static_cast<double>(h.g[m]), static_cast<double>(h.xm[m]), mine.s2);
   }
-  // 2. The cluster's sums; dgamma, dbeta and dx's coefficients, in every block.
-  const float M = static_cast<float>(p.M);
-  one_cluster_sums(sh, p, mine, [&](int c, double s1, double s2) {
+  return mine;
+}
+
+// The end of channel c's sums, in every block: dx's coefficients into sh.v[0..2][c]; block 0 writes
+// dgamma and dbeta.
+template <class T>
+struct OneBwdDone {
+  const BwdArgs<T>& a;
+  const OnePlan& p;
+  OneShared& sh;
+  float M;  // p.M
+  __device__ __forceinline__ void operator()(int c, double s1, double s2) const {
     const float invstd = sh.v[1][c], dgamma = static_cast<float>(s2) * invstd, dbeta = static_cast<float>(s1);
     const DxCoefficients k = dx_coefficients(sh.v[0][c] * invstd, invstd, dgamma, dbeta, M);
     sh.v[0][c] = k.A;
@@ -59,16 +73,32 @@ __global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdAr
       a.dgamma[c] = dgamma;
       a.dbeta[c] = dbeta;
     }
-  });
-  // 3. dx (and dr) from the registers.
+  }
+};
+
+// Phase 3: dx (and dr) from the registers.
+template <class T, bool kAdd>
+__device__ __forceinline__ void one_bwd_pass(const BwdArgs<T>& a, const OnePlan& p, const OneSpot& s, const OneShared& sh,
+                                             const OneBwdHeld& h) {
   const float A = sh.v[0][s.c], B = sh.v[1][s.c], K = sh.v[2][s.c];
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m)
     if (s.has(p, m)) {
       const int e = s.first + m * p.B;
-      a.dx[e] = from_float<T>(fmaf(A, gv[m], fmaf(B, xv[m], K)));
-      if constexpr (kAdd) a.dr[e] = from_float<T>(gv[m]);
+      a.dx[e] = from_float<T>(fmaf(A, h.g[m], fmaf(B, h.xm[m], K)));
+      if constexpr (kAdd) a.dr[e] = from_float<T>(h.g[m]);
     }
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdArgs<T> a, OnePlan p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ OneShared sh;
+  const OneSpot s = one_spot(p);
+  OneBwdHeld h;
+  const DSum mine = one_bwd_phase1(a, p, s, sh, h);
+  one_cluster_sums(sh, p, mine, OneBwdDone<T>{a, p, sh, static_cast<float>(p.M)});
+  one_bwd_pass<T, kAdd>(a, p, s, sh, h);
   cluster_wait();
 #else
   __trap();  // clusters: sm_90 and later (the launcher runs v5 on older GPUs)

@@ -167,23 +167,31 @@ __device__ __forceinline__ OneSpot one_spot(const OnePlan& p) {
   return s;
 }
 
-// The sums of every channel over the cluster: thread t's `mine` added per channel in the block
-// (dsum_block), the block's sums to sh.t1 and sh.t2, one cluster barrier; then 16 lanes per channel,
-// lane q reading block q's sums (all of them in flight at once), and a butterfly over the 16 lanes
-// (a lane past K adds zeros). Every lane and every block adds in the same order, so every block
-// gets the same bits; lane 0 hands them to done(c, s1, s2). Every thread calls it. On return the
-// thread has arrived at the cluster's second barrier: it must call cluster_wait() before it leaves,
-// so that no block's shared memory goes while read.
-template <class Done>
-__device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
+// The sums of every channel over the cluster, in three steps (tools/phase_timeline.cu stamps between
+// them): thread t's `mine` added per channel in the block (dsum_block), the block's sums to sh.t1
+// and sh.t2; one cluster barrier; then 16 lanes per channel, lane q reading block q's sums (all of
+// them in flight at once), and a butterfly over the 16 lanes (a lane past K adds zeros). Every lane
+// and every block adds in the same order, so every block gets the same bits; lane 0 hands them to
+// done(c, s1, s2). Every thread calls each step. After the last the thread has arrived at the
+// cluster's second barrier: it must call cluster_wait() before it leaves, so that no block's shared
+// memory goes while read.
+__device__ __forceinline__ void one_block_sums(OneShared& sh, const OnePlan& p, DSum mine) {
   dsum_block(sh, mine, p.C, p.G, [&](int c, double s1, double s2) {
     sh.t1[c] = s1;
     sh.t2[c] = s2;
   });
-  cluster.sync();
+}
+
+__device__ __forceinline__ void one_cluster_barrier() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().sync();
+#endif
+}
+
+template <class Done>
+__device__ __forceinline__ void one_cluster_totals(OneShared& sh, const OnePlan& p, Done done) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const int t = static_cast<int>(threadIdx.x), q = t % kOneMaxK;
   for (int c0 = 0; c0 < p.C; c0 += kResBlock / kOneMaxK) {  // the same rounds in every warp: the shuffles
     const int c = c0 + t / kOneMaxK;
@@ -204,20 +212,26 @@ __device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p
 #endif
 }
 
+template <class Done>
+__device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
+  one_block_sums(sh, p, mine);
+  one_cluster_barrier();
+  one_cluster_totals(sh, p, done);
+}
+
 template <class... Params, class... Args>
 void launch_one_cluster(void (*kernel)(Params...), const OnePlan& p, cudaStream_t st, const char* who, Args... args) {
   const ClusterLaunch l(p.K, kResBlock, p.K, st, who);
   TUT_CUDA(cudaLaunchKernelEx(&l.cfg, kernel, args...));  // returns the launch's own error
 }
 
+// ---- The forward's steps (tools/phase_timeline.cu stamps between them) --------------------------------
+
+// Phase 1: every value into registers (x, and r in the Add form, added in the pass); each channel's gamma, beta, running statistics and
+// K* into shared memory; the block's mask words zeroed; then the thread's sums from K*, in double.
 template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdArgs<T> a, OnePlan p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ OneShared sh;
-  const OneSpot s = one_spot(p);
-  // 1. Every value into registers (r too), then the thread's sums from K*, in double.
-  float xv[kOneItems];
-  OneHeld<T> rv{};  // r as it is, added in the pass
+__device__ __forceinline__ DSum one_fwd_phase1(const FwdArgs<T>& a, const OnePlan& p, const OneSpot& s, OneShared& sh,
+                                               float (&xv)[kOneItems], OneHeld<T>& rv) {
 #pragma unroll
   for (int m = 0; m < kOneItems; ++m) {
     const bool has = s.has(p, m);
@@ -236,9 +250,19 @@ __global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdAr
       mine.s1 += d;
       mine.s2 = fma(d, d, mine.s2);
     }
-  // 2. The cluster's sums; each channel's statistics and the pass's parameters, in every block.
-  const float M = static_cast<float>(p.M);
-  one_cluster_sums(sh, p, mine, [&](int c, double s1, double s2) {
+  return mine;
+}
+
+// The statistics' end of channel c, in every block (one_cluster_totals's `done`): the pass's
+// parameters into sh.v[0..2][c]; block 0 writes the saved and running statistics (save_channel's,
+// with the running statistics loaded at the start).
+template <class T>
+struct OneFwdDone {
+  const FwdArgs<T>& a;
+  const OnePlan& p;
+  OneShared& sh;
+  float M;  // p.M
+  __device__ __forceinline__ void operator()(int c, double s1, double s2) const {
     const float gamma = sh.v[0][c], beta = sh.v[1][c], rmean = sh.v[2][c], rvar = sh.v[3][c];
     const double d = s1 / static_cast<double>(p.M);
     const Welford w{M, static_cast<float>(static_cast<double>(sh.v[4][c]) + d),
@@ -247,14 +271,19 @@ __global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdAr
     sh.v[0][c] = w.mean;
     sh.v[1][c] = gamma * invstd;
     sh.v[2][c] = beta;
-    if (blockIdx.x == 0) {  // save_channel's, with the running statistics loaded at the start
+    if (blockIdx.x == 0) {
       a.saved_mean[c] = w.mean;
       a.saved_invstd[c] = invstd;
       a.running_mean[c] = (1.0f - a.momentum) * rmean + a.momentum * w.mean;
       a.running_var[c] = (1.0f - a.momentum) * rvar + a.momentum * (w.m2 / (M - 1.0f));
     }
-  });
-  // 3. The pass from the registers; the mask's bits ORed into the block's words, then stored.
+  }
+};
+
+// Phase 3: the pass from the registers; the mask's bits ORed into the block's words, then stored.
+template <class T, bool kAdd>
+__device__ __forceinline__ void one_fwd_pass(const FwdArgs<T>& a, const OnePlan& p, const OneSpot& s, OneShared& sh,
+                                             const float (&xv)[kOneItems], const OneHeld<T>& rv) {
   const float mean = sh.v[0][s.c], scale = sh.v[1][s.c], shift = sh.v[2][s.c];
   const int lane = s.t % 32;
 #pragma unroll
@@ -275,6 +304,18 @@ __global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdAr
   __syncthreads();
   Word* words = a.mask + (s.first - s.t) / 32;
   for (int i = s.t; i < (s.rows * p.C + 31) / 32; i += kResBlock) words[i] = sh.words[i];
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdArgs<T> a, OnePlan p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ OneShared sh;
+  const OneSpot s = one_spot(p);
+  float xv[kOneItems];
+  OneHeld<T> rv{};  // r as it is, added in the pass
+  const DSum mine = one_fwd_phase1<T, kAdd>(a, p, s, sh, xv, rv);
+  one_cluster_sums(sh, p, mine, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)});
+  one_fwd_pass<T, kAdd>(a, p, s, sh, xv, rv);
   cluster_wait();
 #else
   __trap();  // clusters: sm_90 and later (the launcher runs v14 on older GPUs)

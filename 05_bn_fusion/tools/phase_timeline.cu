@@ -14,11 +14,13 @@
 #include "kernels/fwd_v12_resident.cuh"
 #include "kernels/fwd_v13_arrivals.cuh"
 #include "kernels/fwd_v14_shifted_sums.cuh"
+#include "kernels/bwd_v15_one_cluster.cuh"
 #include "tut/timing.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -238,6 +240,48 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_empty() {
   STAMP(2);
   STAMP(3);
   STAMP(4);
+  STAMP(5);
+}
+
+// v15's steps (set `v15`), one cluster: phase 1 (every load, the thread's sums); the block's sums;
+// out of the cluster barrier; the other blocks' sums read and each channel's end; the pass (the
+// forward's mask words stored); the cluster's second barrier waited on.
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd15(FwdArgs<T> a, OnePlan p) {
+  __shared__ OneShared sh;
+  STAMP(0);
+  const OneSpot s = one_spot(p);
+  float xv[kOneItems];
+  OneHeld<T> rv{};
+  const DSum mine = one_fwd_phase1<T, kAdd>(a, p, s, sh, xv, rv);
+  STAMP(1);
+  one_block_sums(sh, p, mine);
+  STAMP(2);
+  one_cluster_barrier();
+  STAMP(3);
+  one_cluster_totals(sh, p, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)});
+  STAMP(4);
+  one_fwd_pass<T, kAdd>(a, p, s, sh, xv, rv);
+  cluster_wait();
+  STAMP(5);
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_bwd15(BwdArgs<T> a, OnePlan p) {
+  __shared__ OneShared sh;
+  STAMP(0);
+  const OneSpot s = one_spot(p);
+  OneBwdHeld h;
+  const DSum mine = one_bwd_phase1(a, p, s, sh, h);
+  STAMP(1);
+  one_block_sums(sh, p, mine);
+  STAMP(2);
+  one_cluster_barrier();
+  STAMP(3);
+  one_cluster_totals(sh, p, OneBwdDone<T>{a, p, sh, static_cast<float>(p.M)});
+  STAMP(4);
+  one_bwd_pass<T, kAdd>(a, p, s, sh, h);
+  cluster_wait();
   STAMP(5);
 }
 
@@ -543,12 +587,35 @@ void run_empty(const char* name, Shape4 s, bool smem, bool plain, bool flush = t
   std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, plan.blocks, static_cast<int>(dyn));
   report(buf, ms, plan.blocks);
 }
+// v15's probes (and the empty probe as one cluster of the same blocks), launched as v15 launches:
+// one cluster of v15's plan on this device. "slots": the values per thread.
+template <auto Kernel, class Args>
+void run_one_cluster(const char* name, Shape4 s, Args a, bool flush = true) {
+  const auto p = one_plan(s, one_cluster_blocks<Kernel>());
+  if (!p) throw std::invalid_argument(std::string(name) + ": v15 does not take this shape");
+  const double ms = median_ms([&] { launch_one_cluster(Kernel, *p, nullptr, name, a, *p); }, flush);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, p->K, p->items);
+  report(buf, ms, p->K);
+}
+template <class T>
+void run_empty_cluster(const char* name, Shape4 s, bool flush = true) {
+  constexpr auto kernel = &probe_empty;
+  const auto p = one_plan(s, one_cluster_blocks<kernel>());
+  if (!p) throw std::invalid_argument(std::string(name) + ": v15 does not take this shape");
+  const double ms = median_ms([&] { launch_one_cluster(kernel, *p, nullptr, name); }, flush);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, p->K, p->items);
+  report(buf, ms, p->K);
+}
+
 // `half`: the half forward in NHWC, v3 to v5 at 2 to 4 blocks per SM, with phase 1 loading 2 packs
 // of 8 (32 bytes, as the versions do: `u2`), 4 (`u4`) or 8 (`u8`) before it adds the first; v7.
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
-  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13" && set != "parts" && set != "merge") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts|merge]\n");
+  if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13" && set != "parts" && set != "merge" &&
+      set != "v15") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts|merge|v15]\n");
     return 2;
   }
   int devices = 0;
@@ -582,6 +649,28 @@ int main(int argc, char** argv) {
     g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|published";
     g_stamp_names[3] = "gathered";
     g_stamp_names[4] = "merged";
+  }
+  if (set == "v15") {  // v15's steps at 4x33x17x19 and 2x1x30x31 NHWC, beside an empty cluster of the same blocks
+    g_stamp_names[1] = "loads+sums";
+    g_stamp_names[2] = "block sums";
+    g_stamp_names[3] = "cluster barrier";
+    g_stamp_names[4] = "totals";
+    const Shape4 c33{4, 33, 17 * 19, Layout::nhwc}, c1{2, 1, 30 * 31, Layout::nhwc};
+    Buffers<float> f(c33.numel(), 64);
+    Buffers<__half> h(c33.numel(), 64);
+    for (const Shape4& s : {c33, c1}) {
+      const std::string n = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+      BwdArgs<float> g;
+      g.s = s; g.dy = f.dy; g.x = f.x; g.gamma = f.gamma; g.saved_mean = f.sm; g.saved_invstd = f.si; g.mask = f.mask;
+      g.dx = f.dx; g.dgamma = f.dg; g.dbeta = f.db;
+      run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15").c_str(), s, f.fwd_args(s));
+      run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15 warm").c_str(), s, f.fwd_args(s), false);
+      run_one_cluster<&probe_bwd15<float, false>>(("bwd f32 " + n + " v15").c_str(), s, g);
+      run_one_cluster<&probe_fwd15<__half, false>>(("fwd f16 " + n + " v15").c_str(), s, h.fwd_args(s));
+      run_empty_cluster<float>(("empty " + n + " one cluster").c_str(), s);
+      run_empty_cluster<float>(("empty " + n + " one cluster warm").c_str(), s, false);
+    }
+    return 0;
   }
   if (set == "merge") {  // v14's block sum after the sums, apart; "slots": the chunk in elements
     g_stamp_names[1] = "sums";
