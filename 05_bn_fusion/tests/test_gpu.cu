@@ -152,6 +152,26 @@ std::vector<tut::Case> v15_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 512, 2, 2}, {2, 513, 1, 2}, {3, 100, 5, 7}, {2, 1, 30, 31}, {8, 33, 16, 28}, {1, 33, 3585, 1}});
 }
 
+// The chains through v15 alone: its backward on every forward's saved state, and every backward on
+// what its forward saved. Returns nothing; checks the count of chains graded.
+template <class T, bool kAdd>
+void check_v15_chains(const std::vector<tut::Case>& cases) {
+  const auto& p = backward<T, kAdd>();
+  const int n = static_cast<int>(cases.size());
+  int own = 0, readers = 0;
+  for (const auto& v : forward<T, kAdd>().versions) own += v.kind == tut::Kind::own;
+  for (const auto& v : p.versions) readers += std::find(v.reads.begin(), v.reads.end(), "saved_mean") != v.reads.end();
+  INFO(p.name);
+  CHECK(tut::check_chains(only(p, "v15_one_cluster"), cases) == own * n);
+  auto q = p;
+  q.chain.forward = []() -> const tut::ProblemEntry& {
+    static const auto f = only(forward<T, kAdd>(), "v15_one_cluster");
+    static const tut::ProblemEntry e = tut::erase(f);
+    return e;
+  };
+  CHECK(tut::check_chains(q, cases) == readers * n);
+}
+
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
 // (rounded to half where x is half).
 template <class Inst>
@@ -433,6 +453,16 @@ TEST_SUITE("gpu") {
     check(bn_add_relu_backward_f32());
     check(bn_relu_backward_f16());
     check(bn_add_relu_backward_f16());
+  }
+
+  TEST_CASE("v15_one_cluster: chains, its backward on every forward's state and every backward on its forward's" *
+            tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NHWC"));
+    check_v15_chains<float, false>(cases);
+    check_v15_chains<float, true>(cases);
+    check_v15_chains<__half, false>(cases);
+    check_v15_chains<__half, true>(cases);
   }
 
   TEST_CASE("v15_one_cluster: its first launch's bits, launch after launch, x drawn again each time" * tut::needs_gpu()) {
