@@ -192,8 +192,14 @@ __device__ __forceinline__ void one_cluster_barrier() {
 #endif
 }
 
-template <class Done>
-__device__ __forceinline__ void one_cluster_totals(OneShared& sh, const OnePlan& p, Done done) {
+// `read`: called by every thread once a round's sums are read and added, before `done` (the phase
+// timeline stamps there; nothing in the kernels).
+struct OneNothing {
+  __device__ __forceinline__ void operator()() const {}
+};
+
+template <class Done, class Read = OneNothing>
+__device__ __forceinline__ void one_cluster_totals(OneShared& sh, const OnePlan& p, Done done, Read read = {}) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const int t = static_cast<int>(threadIdx.x), q = t % kOneMaxK;
@@ -209,6 +215,7 @@ __device__ __forceinline__ void one_cluster_totals(OneShared& sh, const OnePlan&
       s1 += __shfl_xor_sync(kFullWarp, s1, o);
       s2 += __shfl_xor_sync(kFullWarp, s2, o);
     }
+    read();
     if (q == 0 && c < p.C) done(c, s1, s2);
   }
   cluster_arrive();

@@ -266,6 +266,30 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd15(FwdArgs<T> a, OnePla
   STAMP(5);
 }
 
+// v15's totals step apart (set `v15`, "split"): the cluster barrier passed; the other blocks' sums
+// read and added (one round: C <= 64); each channel's end; the pass.
+struct StampRead {
+  __device__ __forceinline__ void operator()() const { STAMP(3); }
+};
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) probe_fwd15_split(FwdArgs<T> a, OnePlan p) {
+  __shared__ OneShared sh;
+  STAMP(0);
+  const OneSpot s = one_spot(p);
+  float xv[kOneItems];
+  OneHeld<T> rv{};
+  const DSum mine = one_fwd_phase1<T, kAdd>(a, p, s, sh, xv, rv);
+  one_block_sums(sh, p, mine);
+  one_cluster_barrier();
+  STAMP(1);
+  STAMP(2);
+  one_cluster_totals(sh, p, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)}, StampRead{});
+  STAMP(4);
+  one_fwd_pass<T, kAdd>(a, p, s, sh, xv, rv);
+  cluster_wait();
+  STAMP(5);
+}
+
 template <class T, bool kAdd>
 __global__ void __launch_bounds__(kResBlock, 1) probe_bwd15(BwdArgs<T> a, OnePlan p) {
   __shared__ OneShared sh;
@@ -667,6 +691,13 @@ int main(int argc, char** argv) {
       run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15 warm").c_str(), s, f.fwd_args(s), false);
       run_one_cluster<&probe_bwd15<float, false>>(("bwd f32 " + n + " v15").c_str(), s, g);
       run_one_cluster<&probe_fwd15<__half, false>>(("fwd f16 " + n + " v15").c_str(), s, h.fwd_args(s));
+      g_stamp_names[1] = "cluster barrier";
+      g_stamp_names[2] = "cluster barrier";
+      g_stamp_names[3] = "read+added";
+      run_one_cluster<&probe_fwd15_split<float, false>>(("fwd f32 " + n + " v15 split").c_str(), s, f.fwd_args(s));
+      g_stamp_names[1] = "loads+sums";
+      g_stamp_names[2] = "block sums";
+      g_stamp_names[3] = "cluster barrier";
       run_empty_cluster<float>(("empty " + n + " one cluster").c_str(), s);
       run_empty_cluster<float>(("empty " + n + " one cluster warm").c_str(), s, false);
     }
