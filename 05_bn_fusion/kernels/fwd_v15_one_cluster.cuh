@@ -18,9 +18,10 @@
 //   The sums. As v14's: each value's deviation from K* = x[c] (x's first row), summed here in double
 //   from the start (8 values a thread at most), the block's groups added per channel in one warp's
 //   lanes and a butterfly (v14's dsum_block).
-//   The cluster's sum. One cluster barrier; every block adds the K blocks' sums of each channel in
-//   rank order from their shared memories, so every block gets the same statistics bit for bit;
-//   block 0 writes the saved and running statistics.
+//   The cluster's sum. One cluster barrier; every block copies the K blocks' sums into its own
+//   shared memory (each load instruction reads one block's consecutive channels) and adds them per
+//   channel in rank order, so every block gets the same statistics bit for bit; block 0 writes the
+//   saved and running statistics.
 //   The pass, from the registers: y, and the mask's bits by warp ballots ORed into the block's
 //   words in shared memory (a warp's 32 elements straddle two words when B is not a multiple of
 //   32), stored whole at the end; no word is shared with another block.
@@ -124,8 +125,8 @@ struct OneHeld<__half> {
   }
 };
 
-// The block's shared memory: dsum_block's groups (channel c's at c (G | 1) + g); the block's sums
-// per channel, which every block of the cluster reads; per channel, what the statistics' end needs,
+// The block's shared memory: dsum_block's groups (channel c's at c (G | 1) + g), then the copies
+// of the other blocks' sums; the block's sums per channel, which every block of the cluster reads; per channel, what the statistics' end needs,
 // loaded at the start (v[k][c]), then the pass's three parameters in v[0..2][c]; the block's mask
 // words (the forward).
 inline constexpr int kOneStaged = 5;
@@ -173,12 +174,13 @@ __device__ __forceinline__ OneSpot one_spot(const OnePlan& p) {
 
 // The sums of every channel over the cluster, in three steps (tools/phase_timeline.cu stamps between
 // them): thread t's `mine` added per channel in the block (dsum_block), the block's sums to sh.t1
-// and sh.t2; one cluster barrier; then 16 lanes per channel, lane q reading block q's sums (all of
-// them in flight at once), and a butterfly over the 16 lanes (a lane past K adds zeros). Every lane
-// and every block adds in the same order, so every block gets the same bits; lane 0 hands them to
-// done(c, s1, s2). Every thread calls each step. After the last the thread has arrived at the
-// cluster's second barrier: it must call cluster_wait() before it leaves, so that no block's shared
-// memory goes while read.
+// and sh.t2; one cluster barrier; then, for up to kOneChunk channels a round, the K blocks' sums
+// copied into this block's sh.s1 and sh.s2 (block q's at q width + i: consecutive threads read
+// consecutive channels of one block, every load in flight at once), a block barrier, and one
+// thread per channel adding the K copies in rank order and handing the totals to done(c, s1, s2).
+// Every block adds the same numbers in the same order, so every block gets the same bits. Every
+// thread calls each step. After the last the thread has arrived at the cluster's second barrier: it
+// must call cluster_wait() before it leaves, so that no block's shared memory goes while read.
 __device__ __forceinline__ void one_block_sums(OneShared& sh, const OnePlan& p, DSum mine) {
   dsum_block(sh, mine, p.C, p.G, [&](int c, double s1, double s2) {
     sh.t1[c] = s1;
@@ -192,31 +194,38 @@ __device__ __forceinline__ void one_cluster_barrier() {
 #endif
 }
 
-// `read`: called by every thread once a round's sums are read and added, before `done` (the phase
+// `read`: called by every thread once a round's sums are copied, before they are added (the phase
 // timeline stamps there; nothing in the kernels).
 struct OneNothing {
   __device__ __forceinline__ void operator()() const {}
 };
 
+inline constexpr int kOneChunk = (kResBlock + kOneMaxC) / kOneMaxK;  // channels a round: K x 96 doubles fill s1
+
 template <class Done, class Read = OneNothing>
 __device__ __forceinline__ void one_cluster_totals(OneShared& sh, const OnePlan& p, Done done, Read read = {}) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const int t = static_cast<int>(threadIdx.x), q = t % kOneMaxK;
-  for (int c0 = 0; c0 < p.C; c0 += kResBlock / kOneMaxK) {  // the same rounds in every warp: the shuffles
-    const int c = c0 + t / kOneMaxK;
-    double s1 = 0.0, s2 = 0.0;
-    if (c < p.C && q < p.K) {
-      s1 = *cluster.map_shared_rank(&sh.t1[c], q);
-      s2 = *cluster.map_shared_rank(&sh.t2[c], q);
+  const int t = static_cast<int>(threadIdx.x);
+  for (int c0 = 0; c0 < p.C; c0 += kOneChunk) {
+    const int width = min(kOneChunk, p.C - c0);
+    for (int w = t; w < p.K * width; w += kResBlock) {
+      const int q = w / width, i = w - q * width;
+      sh.s1[w] = *cluster.map_shared_rank(&sh.t1[c0 + i], q);
+      sh.s2[w] = *cluster.map_shared_rank(&sh.t2[c0 + i], q);
     }
-#pragma unroll
-    for (int o = kOneMaxK / 2; o > 0; o /= 2) {
-      s1 += __shfl_xor_sync(kFullWarp, s1, o);
-      s2 += __shfl_xor_sync(kFullWarp, s2, o);
-    }
+    __syncthreads();
     read();
-    if (q == 0 && c < p.C) done(c, s1, s2);
+    for (int i = t; i < width; i += kResBlock) {
+      double s1 = 0.0, s2 = 0.0;
+#pragma unroll 2
+      for (int q = 0; q < p.K; ++q) {
+        s1 += sh.s1[q * width + i];
+        s2 += sh.s2[q * width + i];
+      }
+      done(c0 + i, s1, s2);
+    }
+    __syncthreads();  // the next round's copies overwrite s1 and s2
   }
   cluster_arrive();
   __syncthreads();

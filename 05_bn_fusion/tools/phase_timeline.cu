@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd15(FwdArgs<T> a, OnePla
 }
 
 // v15's totals step apart (set `v15`, "split"): the cluster barrier passed; the other blocks' sums
-// read and added (one round: C <= 64); each channel's end; the pass.
+// copied into this block (one round: C <= 96); added, with each channel's end; the pass.
 struct StampRead {
   __device__ __forceinline__ void operator()() const { STAMP(3); }
 };
@@ -693,7 +693,7 @@ int main(int argc, char** argv) {
       run_one_cluster<&probe_fwd15<__half, false>>(("fwd f16 " + n + " v15").c_str(), s, h.fwd_args(s));
       g_stamp_names[1] = "cluster barrier";
       g_stamp_names[2] = "cluster barrier";
-      g_stamp_names[3] = "read+added";
+      g_stamp_names[3] = "copied";
       run_one_cluster<&probe_fwd15_split<float, false>>(("fwd f32 " + n + " v15 split").c_str(), s, f.fwd_args(s));
       g_stamp_names[1] = "loads+sums";
       g_stamp_names[2] = "block sums";
