@@ -9,11 +9,11 @@
 // threads, 4 values each, every load issued before the first add.
 // Prediction: as the forward's, one DRAM round trip, two block barriers and one cluster barrier:
 // below cuDNN's fused backward.
-// Measured on the H200 (results/NVIDIA_H200.v15_bench.txt, ncu_v15.csv): wrong. Our fastest
-// backward at 4x33x17x19 NHWC in every form (float 0.0103 ms against v8's 0.0107, half 0.0100
-// against 0.0111, the Add forms 0.0107 and 0.0099, where cuDNN's best accepted path takes 0.019),
-// but cuDNN's fused backward takes 0.0086 ms in float and 0.0089 in half; under Nsight Compute
-// 10.4 us against its 6.6, both reading about 370 KB from DRAM.
+// Measured on the H200 (results/NVIDIA_H200.v15_bench.txt, ncu_v15.csv; this form's cluster sums
+// as the forward's third): wrong. Our fastest backward at 4x33x17x19 NHWC in every form (float
+// 0.0095 ms, half 0.0098, the Add forms 0.0099 and 0.0096, where cuDNN's best accepted path takes
+// about 0.019), but cuDNN's fused backward takes 0.0086 ms in float and 0.0089 in half; under
+// Nsight Compute 9.3 us against its 6.9, both reading about 370 KB from DRAM.
 //
 // Where it does not apply (as the forward's), v15 runs v5.
 #pragma once

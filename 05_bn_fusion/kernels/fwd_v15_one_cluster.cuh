@@ -31,18 +31,17 @@
 // kernel, 7.5 us under Nsight Compute on the H200 (results/NVIDIA_H200.ncu_v14.csv), and v11's two
 // kernels.
 // Measured on the H200 (results/NVIDIA_H200.v15_*, NVIDIA_H200.ncu_v15.csv; README "One cluster for
-// a small tensor"): wrong. Under Nsight Compute the float forward takes 9.5 us in one cluster of 14
-// blocks against cuDNN's 7.4 us in 63 blocks: fewer warp instructions than cuDNN's (236 K against
-// 436 K) but on 14 SMs (16.8 K per SM against 6.9 K), the busiest SM active 11,953 cycles against
-// 8,647. The first form, which read the other blocks' sums one block after another and loaded
-// gamma, beta and the running statistics at the end, took the same 9.5 us. In the benchmark: float
-// 0.0097 ms (v11 0.0098, cuDNN's fused 0.0094), half 0.0107 (cuDNN 0.0105), our fastest half Add
-// (0.0111 ms; cuDNN refuses the Add forms at C = 33); 1.14x PyTorch in float in one race (v11 1.18x).
-// The phase timeline (results/NVIDIA_H200.v15_phases.txt): an empty kernel launched as the same
-// cluster costs 3.8 us by events; of the 6.5 us v15's stamps span, the loads and sums end at 1.6 to
-// 1.8 us, the cluster barrier is passed at 2.8, and the totals (the other blocks' sums and each
-// channel's end) end at 4.7 to 5.5, the longest step (1.0 to 1.2 us with one channel); why is not
-// measured. A relaxed arrival at the second barrier moved it by 0.3 us at most (not kept).
+// a small tensor"). Two forms came first: one thread per channel reading the other blocks' sums one
+// block after another, then 16 lanes per channel, lane q reading block q, and a butterfly. Both
+// took 9.5 us under Nsight Compute against cuDNN's 7.4. The phase timeline (results/NVIDIA_H200.
+// v15_form2_*.txt) put the second form's reads at 1.2 to 2.1 us after the cluster barrier, the
+// longest step (0.6 us with one channel): each load instruction read 16 blocks. This form copies
+// them, an instruction reading one block's consecutive channels: the copies take 1.1 to 1.2 us
+// (why is not measured), and the float forward 8.8 us under Nsight Compute against cuDNN's 7.5, so
+// the prediction was wrong under the profiler. In the benchmark (events, as every version is timed):
+// float 0.0093 ms against cuDNN's fused 0.0094 and v11's 0.0100, half 0.0100 against 0.0102, and
+// our fastest forward in the Add forms; 1.20x PyTorch in float in one race (v11 1.15x). An empty
+// kernel launched as the same cluster costs 3.8 to 4.1 us by events, as a plain launch does.
 //
 // Where it does not apply (NCHW, C > 512, more rows than K blocks hold at 8 values a thread, no
 // sm_90), v15 runs v14.
