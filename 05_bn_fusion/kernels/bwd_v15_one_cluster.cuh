@@ -108,13 +108,8 @@ __global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdAr
 template <class T, bool kAdd>
 void bwd_v15_one_cluster(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   check_shape(a.s, "bwd_v15_one_cluster");
-  constexpr auto kernel = &bwd_v15_one_cluster_kernel<T, kAdd>;
-  if (a.s.layout == Layout::nhwc && clusters_supported())
-    if (const auto p = one_plan(a.s, one_cluster_blocks<kernel>())) {
-      launch_one_cluster(kernel, *p, st, "bwd_v15_one_cluster", a, *p);
-      return;
-    }
-  bwd_v5_onchip_cache<T, kAdd>(st, a, ws);
+  if (!launch_if_one_cluster<&bwd_v15_one_cluster_kernel<T, kAdd>>(st, a, "bwd_v15_one_cluster"))
+    bwd_v5_onchip_cache<T, kAdd>(st, a, ws);
 }
 
 template <class T, bool kAdd>

@@ -244,6 +244,16 @@ void launch_one_cluster(void (*kernel)(Params...), const OnePlan& p, cudaStream_
   TUT_CUDA(cudaLaunchKernelEx(&l.cfg, kernel, args...));  // returns the launch's own error
 }
 
+// Launches Kernel(a, plan) as one cluster where v15 takes a's shape on this device, and says whether
+// it did (where not, the caller runs its fallback).
+template <auto Kernel, class Args>
+bool launch_if_one_cluster(cudaStream_t st, const Args& a, const char* who) {
+  if (a.s.layout != Layout::nhwc || !clusters_supported()) return false;
+  const auto p = one_plan(a.s, one_cluster_blocks<Kernel>());
+  if (p) launch_one_cluster(Kernel, *p, st, who, a, *p);
+  return p.has_value();
+}
+
 // ---- The forward's steps (tools/phase_timeline.cu stamps between them) --------------------------------
 
 // Phase 1: every value into registers (x, and r in the Add form, added in the pass); each channel's gamma, beta, running statistics and
@@ -290,6 +300,8 @@ struct OneFwdDone {
     sh.v[0][c] = w.mean;
     sh.v[1][c] = gamma * invstd;
     sh.v[2][c] = beta;
+    // save_channel's lines with the running statistics as loaded at the start. (Given to save_channel
+    // as arguments, their loads moved before its stores, and every earlier forward's SASS changed.)
     if (blockIdx.x == 0) {
       a.saved_mean[c] = w.mean;
       a.saved_invstd[c] = invstd;
@@ -344,13 +356,8 @@ __global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdAr
 template <class T, bool kAdd>
 void fwd_v15_one_cluster(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v15_one_cluster");
-  constexpr auto kernel = &fwd_v15_one_cluster_kernel<T, kAdd>;
-  if (a.s.layout == Layout::nhwc && clusters_supported())
-    if (const auto p = one_plan(a.s, one_cluster_blocks<kernel>())) {
-      launch_one_cluster(kernel, *p, st, "fwd_v15_one_cluster", a, *p);
-      return;
-    }
-  fwd_v14_shifted_sums<T, kAdd>(st, a, ws);
+  if (!launch_if_one_cluster<&fwd_v15_one_cluster_kernel<T, kAdd>>(st, a, "fwd_v15_one_cluster"))
+    fwd_v14_shifted_sums<T, kAdd>(st, a, ws);
 }
 
 template <class T, bool kAdd>
