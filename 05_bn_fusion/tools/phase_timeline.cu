@@ -245,8 +245,13 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_empty() {
 
 // v15's steps (set `v15`), one cluster: phase 1 (every load, the thread's sums); the block's sums;
 // out of the cluster barrier; the other blocks' sums read and each channel's end; the pass (the
-// forward's mask words stored); the cluster's second barrier waited on.
-template <class T, bool kAdd>
+// forward's mask words stored); the cluster's second barrier waited on. With kSplit ("split"), the
+// totals step apart instead: the cluster barrier passed (stamps 1 and 2); the other blocks' sums
+// copied into this block (one round: C <= 96); added, with each channel's end; the pass.
+struct StampRead {
+  __device__ __forceinline__ void operator()() const { STAMP(3); }
+};
+template <class T, bool kAdd, bool kSplit = false>
 __global__ void __launch_bounds__(kResBlock, 1) probe_fwd15(FwdArgs<T> a, OnePlan p) {
   __shared__ OneShared sh;
   STAMP(0);
@@ -254,36 +259,19 @@ __global__ void __launch_bounds__(kResBlock, 1) probe_fwd15(FwdArgs<T> a, OnePla
   float xv[kOneItems];
   OneHeld<T> rv{};
   const DSum mine = one_fwd_phase1<T, kAdd>(a, p, s, sh, xv, rv);
-  STAMP(1);
+  if constexpr (!kSplit) STAMP(1);
   one_block_sums(sh, p, mine);
-  STAMP(2);
+  if constexpr (!kSplit) STAMP(2);
   one_cluster_barrier();
-  STAMP(3);
-  one_cluster_totals(sh, p, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)});
-  STAMP(4);
-  one_fwd_pass<T, kAdd>(a, p, s, sh, xv, rv);
-  cluster_wait();
-  STAMP(5);
-}
-
-// v15's totals step apart (set `v15`, "split"): the cluster barrier passed; the other blocks' sums
-// copied into this block (one round: C <= 96); added, with each channel's end; the pass.
-struct StampRead {
-  __device__ __forceinline__ void operator()() const { STAMP(3); }
-};
-template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1) probe_fwd15_split(FwdArgs<T> a, OnePlan p) {
-  __shared__ OneShared sh;
-  STAMP(0);
-  const OneSpot s = one_spot(p);
-  float xv[kOneItems];
-  OneHeld<T> rv{};
-  const DSum mine = one_fwd_phase1<T, kAdd>(a, p, s, sh, xv, rv);
-  one_block_sums(sh, p, mine);
-  one_cluster_barrier();
-  STAMP(1);
-  STAMP(2);
-  one_cluster_totals(sh, p, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)}, StampRead{});
+  const OneFwdDone<T> done{a, p, sh, static_cast<float>(p.M)};
+  if constexpr (kSplit) {
+    STAMP(1);
+    STAMP(2);
+    one_cluster_totals(sh, p, done, StampRead{});
+  } else {
+    STAMP(3);
+    one_cluster_totals(sh, p, done);
+  }
   STAMP(4);
   one_fwd_pass<T, kAdd>(a, p, s, sh, xv, rv);
   cluster_wait();
@@ -611,23 +599,18 @@ void run_empty(const char* name, Shape4 s, bool smem, bool plain, bool flush = t
   std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, plan.blocks, static_cast<int>(dyn));
   report(buf, ms, plan.blocks);
 }
-// v15's probes (and the empty probe as one cluster of the same blocks), launched as v15 launches:
-// one cluster of v15's plan on this device. "slots": the values per thread.
-template <auto Kernel, class Args>
-void run_one_cluster(const char* name, Shape4 s, Args a, bool flush = true) {
+// v15's probes, launched as v15 launches: one cluster of v15's plan on this device, with `args` and
+// the plan; with no args, the empty probe as the same cluster. "slots": the values per thread.
+template <auto Kernel, class... Args>
+void run_one_cluster(const char* name, Shape4 s, bool flush, Args... args) {
   const auto p = one_plan(s, one_cluster_blocks<Kernel>());
   if (!p) throw std::invalid_argument(std::string(name) + ": v15 does not take this shape");
-  const double ms = median_ms([&] { launch_one_cluster(Kernel, *p, nullptr, name, a, *p); }, flush);
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, p->K, p->items);
-  report(buf, ms, p->K);
-}
-template <class T>
-void run_empty_cluster(const char* name, Shape4 s, bool flush = true) {
-  constexpr auto kernel = &probe_empty;
-  const auto p = one_plan(s, one_cluster_blocks<kernel>());
-  if (!p) throw std::invalid_argument(std::string(name) + ": v15 does not take this shape");
-  const double ms = median_ms([&] { launch_one_cluster(kernel, *p, nullptr, name); }, flush);
+  const double ms = median_ms(
+      [&] {
+        if constexpr (sizeof...(Args) == 0) launch_one_cluster(Kernel, *p, nullptr, name);
+        else launch_one_cluster(Kernel, *p, nullptr, name, args..., *p);
+      },
+      flush);
   char buf[128];
   std::snprintf(buf, sizeof buf, "%s grid %d slots %d", name, p->K, p->items);
   report(buf, ms, p->K);
@@ -687,19 +670,19 @@ int main(int argc, char** argv) {
       BwdArgs<float> g;
       g.s = s; g.dy = f.dy; g.x = f.x; g.gamma = f.gamma; g.saved_mean = f.sm; g.saved_invstd = f.si; g.mask = f.mask;
       g.dx = f.dx; g.dgamma = f.dg; g.dbeta = f.db;
-      run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15").c_str(), s, f.fwd_args(s));
-      run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15 warm").c_str(), s, f.fwd_args(s), false);
-      run_one_cluster<&probe_bwd15<float, false>>(("bwd f32 " + n + " v15").c_str(), s, g);
-      run_one_cluster<&probe_fwd15<__half, false>>(("fwd f16 " + n + " v15").c_str(), s, h.fwd_args(s));
+      run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15").c_str(), s, true, f.fwd_args(s));
+      run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15 warm").c_str(), s, false, f.fwd_args(s));
+      run_one_cluster<&probe_bwd15<float, false>>(("bwd f32 " + n + " v15").c_str(), s, true, g);
+      run_one_cluster<&probe_fwd15<__half, false>>(("fwd f16 " + n + " v15").c_str(), s, true, h.fwd_args(s));
       g_stamp_names[1] = "cluster barrier";
       g_stamp_names[2] = "cluster barrier";
       g_stamp_names[3] = "copied";
-      run_one_cluster<&probe_fwd15_split<float, false>>(("fwd f32 " + n + " v15 split").c_str(), s, f.fwd_args(s));
+      run_one_cluster<&probe_fwd15<float, false, true>>(("fwd f32 " + n + " v15 split").c_str(), s, true, f.fwd_args(s));
       g_stamp_names[1] = "loads+sums";
       g_stamp_names[2] = "block sums";
       g_stamp_names[3] = "cluster barrier";
-      run_empty_cluster<float>(("empty " + n + " one cluster").c_str(), s);
-      run_empty_cluster<float>(("empty " + n + " one cluster warm").c_str(), s, false);
+      run_one_cluster<&probe_empty>(("empty " + n + " one cluster").c_str(), s, true);
+      run_one_cluster<&probe_empty>(("empty " + n + " one cluster warm").c_str(), s, false);
     }
     return 0;
   }
