@@ -157,19 +157,17 @@ std::vector<tut::Case> v15_shapes(const tut::Problem<Inst>& p) {
 template <class T, bool kAdd>
 void check_v15_chains(const std::vector<tut::Case>& cases) {
   const auto& p = backward<T, kAdd>();
+  const auto& f = forward<T, kAdd>();
   const int n = static_cast<int>(cases.size());
-  int own = 0, readers = 0;
-  for (const auto& v : forward<T, kAdd>().versions) own += v.kind == tut::Kind::own;
-  for (const auto& v : p.versions) readers += std::find(v.reads.begin(), v.reads.end(), "saved_mean") != v.reads.end();
   INFO(p.name);
-  CHECK(tut::check_chains(only(p, "v15_one_cluster"), cases) == own * n);
+  CHECK(tut::check_chains(only(p, "v15_one_cluster"), cases) == expected_pairs(only(p, "v15_one_cluster"), f) * n);
   auto q = p;
   q.chain.forward = []() -> const tut::ProblemEntry& {
     static const auto f = only(forward<T, kAdd>(), "v15_one_cluster");
     static const tut::ProblemEntry e = tut::erase(f);
     return e;
   };
-  CHECK(tut::check_chains(q, cases) == readers * n);
+  CHECK(tut::check_chains(q, cases) == expected_pairs(p, only(f, "v15_one_cluster")) * n);
 }
 
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
