@@ -47,6 +47,7 @@
 #include "kernels/fwd_v7_channels_last.cuh"
 #include "kernels/fwd_v8_wide_loads.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"
+#include "kernels/fwd_v10_max_first.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -154,6 +155,8 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
       forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
+      forward_version<T>("v10_max_first", "NaN-propagating max per cell, the cell found after in registers: v9's NCDHW runs; cubic 2-4 windows clamped into the input",
+                         &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v9 for large disjoint windows that are one run or NDHWC, else v8; v6 for large overlapping ones, v7 for NDHWC, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
@@ -187,6 +190,8 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
       forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
+      forward_version<T>("v10_max_first", "NaN-propagating max per cell, the cell found after in registers: v9's NCDHW runs; cubic 2-4 windows clamped into the input",
+                         &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v9 for large disjoint windows that are one run or NDHWC, else v8; v6 for large overlapping ones, v7 for NDHWC, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

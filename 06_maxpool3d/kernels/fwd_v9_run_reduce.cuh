@@ -76,73 +76,100 @@ inline bool window_is_one_run(const Window& w) {
 
 // ---- NCDHW ---------------------------------------------------------------------------------------
 
+// Output o's run (NCDHW, a window that is one run of its plane): where its inside part starts in
+// x, how many pieces of V it holds, and the window cell of its first element. Every window holds a
+// cell (window_of), so count >= 1.
+template <class T>
+struct RunOf {
+  const T* x;
+  int lo, count, first;
+};
+template <int V, class T>
+__device__ __forceinline__ RunOf<T> run_of(const ForwardArgs<T>& a, std::int64_t o, bool narrow, FastDiv by_oh,
+                                           FastDiv by_od) {
+  const Window& w = a.w;
+  std::int64_t pl;
+  int od, oh;
+  if (narrow) {
+    const std::uint32_t q = by_oh.div(static_cast<std::uint32_t>(o));
+    oh = static_cast<int>(static_cast<std::uint32_t>(o) - q * w.oH);
+    const std::uint32_t q2 = by_od.div(q);
+    od = static_cast<int>(q - q2 * w.oD);
+    pl = q2;
+  } else {
+    oh = static_cast<int>(o % w.oH);
+    od = static_cast<int>(o / w.oH % w.oD);
+    pl = o / w.oH / w.oD;
+  }
+  const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1];
+  const int dlo = max(d0, 0), dhi = min(d0 + w.k[0], w.D), hlo = max(h0, 0), hhi = min(h0 + w.k[1], w.H);
+  const int start = (d0 * w.H + h0) * w.W;  // where cell 0 would be (in the padding if d0 or h0 < 0)
+  RunOf<T> run;
+  run.lo = (dlo * w.H + hlo) * w.W;
+  run.count = (((dhi - 1) * w.H + hhi) * w.W - run.lo) / V;
+  run.first = run.lo - start;
+  run.x = a.x + pl * w.in_plane() + run.lo;
+  return run;
+}
+
+// Lane r of the G that share a run scans its pieces r, r + G, r + 2G, ... in order with PyTorch's
+// rule, kBatch of them loaded before the first compare.
+template <int V, class T>
+__device__ __forceinline__ void scan_run(const T* x, int count, int first, int pieces, int G, int r, T& best,
+                                         int& cell) {
+  using Pack = tut::ew::Packed<T, V>;
+  for (int p0 = 0; p0 < pieces; p0 += kBatch * G) {
+    Pack v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int piece = p0 + b * G + r;
+      if (piece < count) v[b] = *reinterpret_cast<const Pack*>(x + static_cast<std::int64_t>(piece) * V);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int piece = p0 + b * G + r;
+      if (piece < count) {
+#pragma unroll
+        for (int l = 0; l < V; ++l) take(v[b].elem[l], first + piece * V + l, best, cell);
+      }
+    }
+  }
+}
+
+// The lane that stores output o's result (r == 0): y, and the index in the case's format.
+template <class T>
+__device__ __forceinline__ void store_run(const ForwardArgs<T>& a, std::int64_t o, int lo, int first, T best, int cell) {
+  const Window& w = a.w;
+  a.y[o] = best;
+  if (w.indices == IndexFormat::int64) a.index[o] = static_cast<std::int64_t>(lo - first) + cell;
+  else if (w.indices == IndexFormat::compact) {
+    if (w.compact8()) a.offset8[o] = static_cast<std::uint8_t>(cell);
+    else a.offset16[o] = static_cast<std::int16_t>(cell);
+  }
+}
+
 // Thread (warp, lane): lane = group * G + r. Per round a warp takes 32 / G consecutive outputs,
 // output `group` of the round is this group's. Every lane of a warp runs the same rounds (the
 // butterfly needs all 32).
 template <int V, class T>
 __global__ void __launch_bounds__(256) fwd_v9_runs_kernel(ForwardArgs<T> a, int groups_log2, int pieces,
                                                          FastDiv by_oh, FastDiv by_od) {
-  using Pack = tut::ew::Packed<T, V>;
   const Window& w = a.w;
   const int G = 32 >> groups_log2, lane = static_cast<int>(threadIdx.x) & 31, r = lane & (G - 1),
             group = lane / G;
-  const std::int64_t total = w.out_numel(), plane = w.in_plane(), per_round = 32 / G;
+  const std::int64_t total = w.out_numel(), per_round = 32 / G;
   const bool narrow = total <= kMaxInt32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
   for (std::int64_t base = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32 * per_round;
        base < total; base += warps * per_round) {
     const std::int64_t o = base + group;
-    const T* x = a.x;
-    int lo = 0, count = 0, first = 0;  // the run's inside part: its first flat index, pieces, first cell
-    if (o < total) {
-      std::int64_t pl;
-      int od, oh;
-      if (narrow) {
-        const std::uint32_t q = by_oh.div(static_cast<std::uint32_t>(o));
-        oh = static_cast<int>(static_cast<std::uint32_t>(o) - q * w.oH);
-        const std::uint32_t q2 = by_od.div(q);
-        od = static_cast<int>(q - q2 * w.oD);
-        pl = q2;
-      } else {
-        oh = static_cast<int>(o % w.oH);
-        od = static_cast<int>(o / w.oH % w.oD);
-        pl = o / w.oH / w.oD;
-      }
-      const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1];
-      const int dlo = max(d0, 0), dhi = min(d0 + w.k[0], w.D), hlo = max(h0, 0), hhi = min(h0 + w.k[1], w.H);
-      const int start = (d0 * w.H + h0) * w.W;  // where cell 0 would be (in the padding if d0 or h0 < 0)
-      lo = (dlo * w.H + hlo) * w.W;
-      count = (((dhi - 1) * w.H + hhi) * w.W - lo) / V;  // every window holds a cell (window_of)
-      first = lo - start;
-      x = a.x + pl * plane + lo;
-    }
+    RunOf<T> run{a.x, 0, 0, 0};  // no run: the lanes past the last output scan nothing
+    if (o < total) run = run_of<V>(a, o, narrow, by_oh, by_od);
     T best = lowest<T>();
     int cell = -1;
-    for (int p0 = 0; p0 < pieces; p0 += kBatch * G) {
-      Pack v[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int piece = p0 + b * G + r;
-        if (piece < count) v[b] = *reinterpret_cast<const Pack*>(x + static_cast<std::int64_t>(piece) * V);
-      }
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int piece = p0 + b * G + r;
-        if (piece < count) {
-#pragma unroll
-          for (int l = 0; l < V; ++l) take(v[b].elem[l], first + piece * V + l, best, cell);
-        }
-      }
-    }
+    scan_run<V>(run.x, run.count, run.first, pieces, G, r, best, cell);
     combine_lanes(best, cell, G);
-    if (r == 0 && o < total) {
-      a.y[o] = best;
-      if (w.indices == IndexFormat::int64) a.index[o] = static_cast<std::int64_t>(lo - first) + cell;
-      else if (w.indices == IndexFormat::compact) {
-        if (w.compact8()) a.offset8[o] = static_cast<std::uint8_t>(cell);
-        else a.offset16[o] = static_cast<std::int16_t>(cell);
-      }
-    }
+    if (r == 0 && o < total) store_run(a, o, run.lo, run.first, best, cell);
   }
 }
 

@@ -188,7 +188,7 @@ TEST_SUITE("gpu") {
     tut::check_cases(ch06::maxpool3d_backward_f32(), backward_cases());
   }
 
-  TEST_CASE("newest rungs (fwd v6's sliding passes, v7's row pieces and v9, bwd v9, v13 to v18) and auto on moderate cases, every format and layout" *
+  TEST_CASE("newest rungs (fwd v6's sliding passes, v7's row pieces, v9 and v10, bwd v9, v13 to v18) and auto on moderate cases, every format and layout" *
             tut::needs_gpu()) {
     std::vector<tut::Case> fwd, bwd;
     for (const char* layout : {"NCDHW", "NDHWC"})
@@ -200,7 +200,11 @@ TEST_SUITE("gpu") {
                                         {{1, 4, 12, 11, 29}, {5}, {1}, {2}},               // k = 5, rows of odd length
                                         {{1, 2, 12, 13, 45}, {8}, {1}, {0}},               // k = 8, unpadded
                                         {{2, 2, 6, 8, 20}, {2}, {2}, {0}},                 // C = 2: v7's row pieces
-                                        {{1, 2, 7, 9, 12}, {4}, {4}, {2}}}) {              // the same, padded by whole pieces
+                                        {{1, 2, 7, 9, 12}, {4}, {4}, {2}},                 // the same, padded by whole pieces
+                                        {{2, 3, 9, 9, 9}, {2}, {2}, {0}, {1}, 1},          // ceil: every row's last window clamped
+                                        {{1, 4, 7, 10, 13}, {3}, {2}, {1}, {1}, 1},        // clamped on both sides, ceil
+                                        {{3, 2, 5, 6, 7}, {3}, {1}, {1}},                  // overlapping, clamped on both sides
+                                        {{2, 2, 6, 9, 11}, {4}, {3}, {2}}}) {              // kernel 4, padding 2
           s.layout = layout;
           s.indices = idx;
           fwd.push_back(ch06::make_pool_case(s, false));
@@ -216,7 +220,7 @@ TEST_SUITE("gpu") {
           bwd.push_back(ch06::make_pool_case(s, true));
         }
       }
-    tut::check_cases(only(ch06::forward_f32_problem(), {"v6_separable", "v7_channels_last", "v9_run_reduce", "auto"}), fwd);
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v6_separable", "v7_channels_last", "v9_run_reduce", "v10_max_first", "auto"}), fwd);
     tut::check_cases(only(ch06::backward_f32_problem(), {"v9_ordered_tile", "v13_prefetch_rows", "v14_channel_gather", "v15_separable_stages", "v16_zeros_then_value", "v17_bulk_store", "v18_column_walk", "auto"}), bwd);
   }
 
