@@ -41,7 +41,7 @@ METRICS = [
     "launch__grid_size", "launch__block_size", "launch__registers_per_thread",
     "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "smsp__inst_executed.sum",
+    "smsp__inst_executed.sum", "smsp__issue_active.avg.pct_of_peak_sustained_active",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct", "lts__t_sectors_srcunit_tex_op_read.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
@@ -72,6 +72,9 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 
 PAIRS = [
+    # fwd v10 (the maximum first) against v9 on the two one-run suite cases: the issue slots used.
+    ("v10_run8", F, K8ON8, ["v9_run_reduce", "v10_max_first"]),
+    ("v10_run4", F, K4S4, ["v9_run_reduce", "v10_max_first"]),
     # bwd v27 (v25 with its first loads early and 8 in flight in the rounding), v26 (v25 with
     # marks: only reached counters read), v25 (counters left zero, none zeroed
     # first), v24 (v23's terms without branches), v23 (v21 with a lane's runs added in registers)

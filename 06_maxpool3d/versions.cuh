@@ -155,9 +155,9 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
       forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
-      forward_version<T>("v10_max_first", "NaN-propagating max per cell, the cell found after in registers: v9's NCDHW runs; cubic 2-4 windows clamped into the input",
+      forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v9 for large disjoint windows that are one run or NDHWC, else v8; v6 for large overlapping ones, v7 for NDHWC, else v2",
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v5 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -190,9 +190,9 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
       forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
-      forward_version<T>("v10_max_first", "NaN-propagating max per cell, the cell found after in registers: v9's NCDHW runs; cubic 2-4 windows clamped into the input",
+      forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v9 for large disjoint windows that are one run or NDHWC, else v8; v6 for large overlapping ones, v7 for NDHWC, else v2",
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v5 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;

@@ -13,6 +13,7 @@
 #include "kernels/fwd_v7_channels_last.cuh"
 #include "kernels/fwd_v8_wide_loads.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"
+#include "kernels/fwd_v10_max_first.cuh"
 
 namespace ch06 {
 
@@ -30,6 +31,7 @@ void fwd_auto(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, std::size_
     case AutoPick::v7_channels_last: return fwd_v7_channels_last(s, a);
     case AutoPick::v8_wide_loads: return fwd_v8_wide_loads(s, a);
     case AutoPick::v9_run_reduce: return fwd_v9_run_reduce(s, a);
+    case AutoPick::v10_max_first: return fwd_v10_max_first(s, a);
     case AutoPick::v2_interior_border: {
       // NDHWC with C = 1 has NCDHW's addresses, y's and the index's included.
       ForwardArgs<T> same = a;

@@ -17,7 +17,8 @@ enum class AutoPick {
   v6_separable,
   v7_channels_last,
   v8_wide_loads,
-  v9_run_reduce
+  v9_run_reduce,
+  v10_max_first
 };
 
 inline const char* auto_pick_name(AutoPick p) {
@@ -29,6 +30,7 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v6_separable: return "v6_separable";
     case AutoPick::v8_wide_loads: return "v8_wide_loads";
     case AutoPick::v9_run_reduce: return "v9_run_reduce";
+    case AutoPick::v10_max_first: return "v10_max_first";
     default: return "v7_channels_last";
   }
 }
@@ -39,9 +41,11 @@ inline double window_overlap(const Window& w) {
 }
 
 // The rule, from the suite's measurements (the lesson's table of auto against the best version):
-//   1. large windows that do not overlap (>= 64 cells, undilated): v9, the window read as a stream
-//      of whole sectors, in NCDHW where the window is one run of its plane (kW = W, and kH = H or
-//      kD = 1: global pooling; 0.849 of copy on 8^3 with kernel 8 against v8's 0.735), and in
+//   1. large windows that do not overlap (>= 64 cells, undilated): in NCDHW where the window is
+//      one run of its plane (kW = W, and kH = H or kD = 1: global pooling), v10, v9's stream of
+//      whole sectors with the maximum taken first (on the H200, 0.891 and 0.856 of copy on 8^3
+//      with kernel 8 and 4^3 with kernel 4, against v9's 0.623 and 0.696 in the same run,
+//      results/forms/v10_first.json; v9 had reached 0.849 on the first on the H100); v9 in
 //      NDHWC with more than one channel from 128 cells (0.789 and 0.793 on kernel 8, 512 cells,
 //      against v7's 0.375 and 0.374 and v8's 0.671 and 0.683; results/forms/fwd_r6.json); NDHWC
 //      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
@@ -76,7 +80,8 @@ inline double window_overlap(const Window& w) {
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
   if (big && !w.dilated() && windows_disjoint(w)) {
-    if (plane_fits_32_bits(w) && (cl ? w.C > 1 && w.cells() >= 128 : window_is_one_run(w))) return AutoPick::v9_run_reduce;
+    if (plane_fits_32_bits(w) && !cl && window_is_one_run(w)) return AutoPick::v10_max_first;
+    if (plane_fits_32_bits(w) && cl && w.C > 1 && w.cells() >= 128) return AutoPick::v9_run_reduce;
     if (cl && w.C > 1) return w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
     const bool wide_rows = static_cast<std::int64_t>(w.oW) * w.s[2] * elem_bytes >= 128;
     return !cl && wide_rows && fwd_v4_refuses<float>(w).empty() ? AutoPick::v4_layout_ncdt : AutoPick::v8_wide_loads;

@@ -282,9 +282,29 @@ int fwd_v9_piece(const ForwardArgs<T>& a) {
   return 1;
 }
 
-// Lanes per window: the largest power of two <= pieces / 4, at most 32, so that a lane has at
-// least 4 pieces of its window in flight (a run of 64 floats: 4 lanes; of 512: 32, 4 pieces each).
-inline int fwd_v9_lanes(int pieces) { return pow2_at_most(std::max(1, pieces / 4), 32); }
+// The launch of a runs kernel (v9's, v10's): pieces of V = fwd_v9_piece, and G lanes per window,
+// the largest power of two <= pieces / per_lane, at most 32, so that a lane has at least per_lane
+// pieces of its window in flight (v9, 4 per lane: a run of 64 floats takes 4 lanes; of 512, 32).
+// `launch(V, grid, log2 of 32 / G, pieces, by_oh, by_od)` launches the kernel for V (an
+// integral_constant) on blocks of 256.
+template <class T, class Launch>
+void launch_runs(const ForwardArgs<T>& a, int per_lane, const char* who, Launch launch) {
+  const Window& w = a.w;
+  constexpr int kV = 16 / sizeof(T);
+  const int V = fwd_v9_piece(a);
+  const int pieces = w.k[0] * w.k[1] * (w.W / V);  // the longest run, in pieces (W % V == 0)
+  const int G = pow2_at_most(std::max(1, pieces / per_lane), 32);
+  int log2 = 0;
+  while ((32 >> log2) != G) ++log2;
+  const bool narrow = w.out_numel() <= kMaxInt32;
+  const FastDiv oh = narrow ? FastDiv(w.oH) : FastDiv(), od = narrow ? FastDiv(w.oD) : FastDiv();
+  const std::int64_t warps = (w.out_numel() + (32 / G) - 1) / (32 / G);
+  const unsigned grid = grid_for(warps * 32, 256, who);
+  const auto go = [&](auto v) { launch(v, grid, log2, pieces, oh, od); };
+  if (V == kV) go(std::integral_constant<int, kV>{});
+  else if (V == 2) go(std::integral_constant<int, 2>{});
+  else go(std::integral_constant<int, 1>{});
+}
 
 // NDHWC: CW column lanes per row (32, 16 or 8, at most the channel groups rounded up to a power of
 // two), halved while the blocks would not fill two waves of 8 blocks per SM (the kernel's launch
@@ -313,19 +333,9 @@ void fwd_v9_run_reduce(cudaStream_t s, const ForwardArgs<T>& a) {
   const Window& w = a.w;
   constexpr int kV = 16 / sizeof(T);
   if (w.layout == Layout::ncdhw) {
-    const int V = fwd_v9_piece(a);
-    const int pieces = w.k[0] * w.k[1] * (w.W / V);  // the longest run, in pieces (W % V == 0)
-    const int G = fwd_v9_lanes(pieces);
-    int log2 = 0;
-    while ((32 >> log2) != G) ++log2;
-    const bool narrow = w.out_numel() <= kMaxInt32;
-    const FastDiv oh = narrow ? FastDiv(w.oH) : FastDiv(), od = narrow ? FastDiv(w.oD) : FastDiv();
-    const std::int64_t warps = (w.out_numel() + (32 / G) - 1) / (32 / G);
-    const unsigned grid = grid_for(warps * 32, 256, "fwd_v9_run_reduce");
-    const auto go = [&](auto kernel) { kernel<<<grid, 256, 0, s>>>(a, log2, pieces, oh, od); };
-    if (V == kV) go(fwd_v9_runs_kernel<kV, T>);
-    else if (V == 2) go(fwd_v9_runs_kernel<2, T>);
-    else go(fwd_v9_runs_kernel<1, T>);
+    launch_runs(a, 4, "fwd_v9_run_reduce", [&](auto v, unsigned grid, int log2, int pieces, FastDiv oh, FastDiv od) {
+      fwd_v9_runs_kernel<decltype(v)::value, T><<<grid, 256, 0, s>>>(a, log2, pieces, oh, od);
+    });
   } else {
     const int V = fwd_v8_pack(a);  // v7's pack rule: C a multiple of V, x and y aligned
     int dev = 0, sms = 0;

@@ -455,17 +455,17 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v9 for large disjoint windows that are one run (NCDHW) or have channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v5 for small disjoint float windows on planes of >= 256 outputs, v2 for other NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v9 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v5 for small disjoint float windows on planes of >= 256 outputs, v2 for other NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
   CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1})) == AutoPick::v6_separable);              // overlap 512
   CHECK(pick({1, 16, 64, 64, 64}, cl({8}, {1})) == AutoPick::v6_separable);
   CHECK(pick({2, 48, 33, 65, 65}, params({5}, {2}, {2})) == AutoPick::v6_separable);          // overlap 15.6
-  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v9_run_reduce);            // the whole plane, 512 cells
-  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v9_run_reduce);           // the whole plane, 64 cells
-  CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4})) == AutoPick::v9_run_reduce);              // runs of whole (H, W) planes
-  CHECK(pick({64, 8, 4, 16, 16}, params({1, 8, 16}, {1, 8, 16})) == AutoPick::v9_run_reduce);  // kD = 1: runs of rows
+  CHECK(pick({256, 256, 8, 8, 8}, params({8}, {8})) == AutoPick::v10_max_first);            // the whole plane, 512 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, params({4}, {4})) == AutoPick::v10_max_first);           // the whole plane, 64 cells
+  CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4})) == AutoPick::v10_max_first);              // runs of whole (H, W) planes
+  CHECK(pick({64, 8, 4, 16, 16}, params({1, 8, 16}, {1, 8, 16})) == AutoPick::v10_max_first);  // kD = 1: runs of rows
   CHECK(pick({64, 8, 4, 16, 16}, params({2, 8, 16}, {2, 8, 16})) == AutoPick::v8_wide_loads);  // kH < H, kD > 1: not one run
   CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4}, {0, 1, 0})) == AutoPick::v8_wide_loads);     // padded along H: not one run
   CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v4_layout_ncdt);           // a row of outputs spans 256 bytes

@@ -201,10 +201,14 @@ TEST_SUITE("gpu") {
                                         {{1, 2, 12, 13, 45}, {8}, {1}, {0}},               // k = 8, unpadded
                                         {{2, 2, 6, 8, 20}, {2}, {2}, {0}},                 // C = 2: v7's row pieces
                                         {{1, 2, 7, 9, 12}, {4}, {4}, {2}},                 // the same, padded by whole pieces
-                                        {{2, 3, 9, 9, 9}, {2}, {2}, {0}, {1}, 1},          // ceil: every row's last window clamped
-                                        {{1, 4, 7, 10, 13}, {3}, {2}, {1}, {1}, 1},        // clamped on both sides, ceil
-                                        {{3, 2, 5, 6, 7}, {3}, {1}, {1}},                  // overlapping, clamped on both sides
-                                        {{2, 2, 6, 9, 11}, {4}, {3}, {2}}}) {              // kernel 4, padding 2
+                                        {{2, 3, 9, 9, 9}, {2}, {2}, {0}, {1}, 1},          // ceil: every row's last window half outside
+                                        {{1, 4, 7, 10, 13}, {3}, {2}, {1}, {1}, 1},        // outside on both sides, ceil
+                                        {{3, 2, 5, 6, 7}, {3}, {1}, {1}},                  // overlapping, outside on both sides
+                                        {{2, 2, 6, 9, 11}, {4}, {3}, {2}},                 // kernel 4, padding 2
+                                        {{5, 3, 4, 6, 8}, {2, 6, 8}, {2, 6, 8}, {1, 0, 0}},  // runs of planes, padded in D
+                                        {{4, 3, 9, 3, 5}, {1, 3, 5}, {1, 3, 5}, {0}},      // runs of 15 floats: pieces of 1
+                                        {{2, 3, 4, 64, 64}, {4, 64, 64}, {4, 64, 64}, {0}}}) {  // runs of 16384: many batches
+
           s.layout = layout;
           s.indices = idx;
           fwd.push_back(ch06::make_pool_case(s, false));
@@ -222,6 +226,25 @@ TEST_SUITE("gpu") {
       }
     tut::check_cases(only(ch06::forward_f32_problem(), {"v6_separable", "v7_channels_last", "v9_run_reduce", "v10_max_first", "auto"}), fwd);
     tut::check_cases(only(ch06::backward_f32_problem(), {"v9_ordered_tile", "v13_prefetch_rows", "v14_channel_gather", "v15_separable_stages", "v16_zeros_then_value", "v17_bulk_store", "v18_column_walk", "auto"}), bwd);
+  }
+
+  TEST_CASE("fwd v10 against the reference: one-run windows of 8 to 16384 cells, padded in D, pieces of 1, 2 and 4 values, each format, float and half" *
+            tut::needs_gpu()) {
+    std::vector<tut::Case> cases;
+    for (const char* idx : kFormats)
+      for (Spec s : std::vector<Spec>{{{64, 32, 4, 4, 4}, {4}, {4}, {0}},                      // 64 cells: 4 lanes a run
+                                      {{16, 16, 8, 8, 8}, {8}, {8}, {0}},                      // 512: 32 lanes, one batch
+                                      {{2, 3, 4, 64, 64}, {4, 64, 64}, {4, 64, 64}, {0}},     // 16384: 32 batches a lane
+                                      {{3, 5, 10, 8, 12}, {3, 8, 12}, {2, 8, 12}, {1, 0, 0}},  // padded in D: shorter runs
+                                      {{5, 3, 4, 6, 8}, {2, 6, 8}, {2, 6, 8}, {1, 0, 0}},
+                                      {{4, 3, 6, 5, 6}, {2, 5, 6}, {2, 5, 6}, {1, 0, 0}},      // W = 6: pieces of 2
+                                      {{4, 3, 9, 3, 5}, {1, 3, 5}, {1, 3, 5}, {0}},            // W = 5: pieces of 1
+                                      {{7, 3, 5, 2, 4}, {1, 2, 4}, {1, 2, 4}, {0}}}) {         // 8 cells: one lane a run
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, false));
+      }
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v10_max_first"}), cases);
+    tut::check_cases(only(ch06::forward_f16_problem(), {"v10_max_first"}), cases);
   }
 
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
