@@ -698,14 +698,20 @@ TEST_SUITE("gpu") {
 
 // More than 2^31 elements: 32-bit element indexing would wrap here. Run with
 // `meson test -C build --suite large`. The first case's planes fit 32-bit offsets and its output
-// does not pass 2^31; the second's output does (a 1x1x1 window copies the input), so the 64-bit
-// decoding paths run. The third is the backward of the first: its dx has the 2^31 + 33 Mi elements,
+// does not pass 2^31 (the next one reads the same input as windows that are one run, for v9 and
+// v10); the third's output does (a 1x1x1 window copies the input), so the 64-bit
+// decoding paths run. The fourth is the backward of the first: its dx has the 2^31 + 33 Mi elements,
 // and its windows do not overlap, so every backward that takes it writes the same bytes.
 TEST_SUITE("large") {
   TEST_CASE("maxpool3d_f32: every version on a 2^31 + 33 Mi-element input" *
             tut::needs_gpu_memory(std::size_t{48} << 30)) {
     tut::check_all_at(forward_problem_taking("NCDHW"),
                       ch06::make_pool_case({{2, 16, 256, 512, 520}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false));
+  }
+  TEST_CASE("maxpool3d_f32: windows that are one run of their plane (8 rows of 520), on a 2^31 + 33 Mi-element input" *
+            tut::needs_gpu_memory(std::size_t{48} << 30)) {
+    tut::check_all_at(only(ch06::forward_f32_problem(), {"v0_naive", "v9_run_reduce", "v10_max_first", "auto"}),
+                      ch06::make_pool_case({{2, 16, 256, 512, 520}, {1, 8, 520}, {1, 8, 520}, {0}, {1}, 0, "NCDHW", "int64"}, false));
   }
   TEST_CASE("maxpool3d_f32: an output of more than 2^31 elements, both layouts" *
             tut::needs_gpu_memory(std::size_t{64} << 30)) {
