@@ -70,8 +70,18 @@ F, B = "maxpool3d_f32", "maxpool3d_backward_f32"
 # (tag, problem, case text, version); a version named with a dot is a PyTorch peer. In the order the
 # lesson needs them, so that a run stopped by --budget keeps the most cited.
 K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
+CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
+    # The memory-bound suite cases the H200 leaves under 0.85 of copy, with auto's version there.
+    ("gap_k8s8", F, K8S8, ["v4_layout_ncdt"]),
+    ("gap_ceil", F, CEIL33, ["v2_interior_border", "v5_layout_dhw"]),
+    ("gap_thin", F, THIN, ["v4_layout_ncdt", "v5_layout_dhw"]),
+    ("gap_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce"]),
+    ("gap_k8s8_cl", F, K8S8 + " layout=NDHWC", ["v9_run_reduce"]),
+    ("gap_thin_cl", F, THIN + " layout=NDHWC", ["v7_channels_last"]),
+    ("gap_ceil_cl", F, CEIL33 + " layout=NDHWC", ["v7_channels_last"]),
+    ("gap_k2s3_cl", F, K2S3 + " layout=NDHWC", ["v7_channels_last"]),
     # fwd v10 (the maximum first) against v9 on the two one-run suite cases: the issue slots used.
     ("v10_run8", F, K8ON8, ["v9_run_reduce", "v10_max_first"]),
     ("v10_run4", F, K4S4, ["v9_run_reduce", "v10_max_first"]),
