@@ -157,7 +157,7 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
       forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v5 or v2",
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -192,7 +192,7 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
       forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v5 or v2",
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;

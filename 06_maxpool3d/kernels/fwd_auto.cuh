@@ -8,7 +8,6 @@
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v2_interior_border.cuh"
 #include "kernels/fwd_v4_layout_ncdt.cuh"
-#include "kernels/fwd_v5_layout_dhw.cuh"
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v7_channels_last.cuh"
 #include "kernels/fwd_v8_wide_loads.cuh"
@@ -26,7 +25,6 @@ template <class T>
 void fwd_auto(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
   switch (auto_pick(a.w, static_cast<int>(sizeof(T)))) {
     case AutoPick::v4_layout_ncdt: return fwd_v4_layout_ncdt(s, a);
-    case AutoPick::v5_layout_dhw: return fwd_v5_layout_dhw(s, a);
     case AutoPick::v6_separable: return fwd_v6_separable(s, a, scratch, scratch_bytes);
     case AutoPick::v7_channels_last: return fwd_v7_channels_last(s, a);
     case AutoPick::v8_wide_loads: return fwd_v8_wide_loads(s, a);

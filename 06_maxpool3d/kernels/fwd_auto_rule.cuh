@@ -4,7 +4,6 @@
 
 #include "kernels/pool.cuh"
 #include "kernels/fwd_v4_layout_ncdt.cuh"
-#include "kernels/fwd_v5_layout_dhw.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"  // window_is_one_run
 
 namespace ch06 {
@@ -13,7 +12,6 @@ enum class AutoPick {
   v0_naive,
   v2_interior_border,
   v4_layout_ncdt,
-  v5_layout_dhw,
   v6_separable,
   v7_channels_last,
   v8_wide_loads,
@@ -26,7 +24,6 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v0_naive: return "v0_naive";
     case AutoPick::v2_interior_border: return "v2_interior_border";
     case AutoPick::v4_layout_ncdt: return "v4_layout_ncdt";
-    case AutoPick::v5_layout_dhw: return "v5_layout_dhw";
     case AutoPick::v6_separable: return "v6_separable";
     case AutoPick::v8_wide_loads: return "v8_wide_loads";
     case AutoPick::v9_run_reduce: return "v9_run_reduce";
@@ -70,12 +67,15 @@ inline double window_overlap(const Window& w) {
 //      d. dilated windows in NCDHW, which only v0's generic loop reads otherwise;
 //   3. NDHWC with one channel is NCDHW in memory: v2;
 //   4. other NDHWC: v7;
-//   5. other NCDHW: windows that do not overlap, in float, with at least 256 outputs per plane (a
-//      full block of v5's brick): v5 (on the five such suite cases v5 was within 0.6 % of the
-//      fastest version, and on 33^3 in ceil mode the fastest in the last eight runs, 0.857 to
-//      0.876 of copy, where v2 ran 0.844 to 0.856; with 8 outputs per plane, on 4^3, it took 2.1
-//      times the fastest's time; half precision has not been timed with v5); else v2 (the
-//      warp-voted interior path), when a plane fits 32-bit offsets; else v0.
+//   5. other NCDHW: windows that do not overlap, in float, with rows of at least 32 outputs (v4's
+//      block then gives each warp one row's neighbouring outputs): v4. The rule took v5 (the
+//      source's (W, H, D) bricks) until the H200's suite: on the five such suite cases v4 was
+//      within 2.1 % of the fastest version on the H100 (results/NVIDIA_H100_80GB_HBM3.json) and the
+//      fastest on the H200, where v5 took up to 1.059 times the fastest's time (320^3 with
+//      kernel 2: 1.055; results/NVIDIA_H200.json, commit ffdfb2b). Rows of fewer outputs (33^3 in
+//      ceil mode: 17) and half precision: v2 (the warp-voted interior path; on 33^3, v4 1.063 and
+//      1.080 times the fastest on the two GPUs, v2 1.027 and 1.000), when a plane fits 32-bit
+//      offsets; else v0.
 // elem_bytes: the size of an element (4 for float, 2 for half).
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
@@ -92,9 +92,8 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
     return AutoPick::v6_separable;
   const bool ncdhw_in_memory = !cl || w.C == 1;
   if (!ncdhw_in_memory) return AutoPick::v7_channels_last;
-  const std::int64_t plane_outputs = static_cast<std::int64_t>(w.oD) * w.oH * w.oW;
-  if (!cl && elem_bytes == 4 && windows_disjoint(w) && plane_outputs >= 256 && fwd_v5_refuses<float>(w).empty())
-    return AutoPick::v5_layout_dhw;
+  if (!cl && elem_bytes == 4 && windows_disjoint(w) && w.oW >= 32 && fwd_v4_refuses<float>(w).empty())
+    return AutoPick::v4_layout_ncdt;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;
   return cl ? AutoPick::v7_channels_last : AutoPick::v0_naive;
 }

@@ -455,7 +455,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v9 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v5 for small disjoint float windows on planes of >= 256 outputs, v2 for other NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v9 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs, v2 for other NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -480,12 +480,14 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 8}, {2, 6, 8}, {1, 0, 0}))));  // D padding is fine
   CHECK(!ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 4}, {2, 6, 4}))));                  // kW < W
   CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 outputs per plane
-  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v5_layout_dhw);   // 17^3 outputs per plane
-  CHECK(pick({2, 64, 48, 96, 96}, params({2}, {3})) == AutoPick::v5_layout_dhw);               // gaps: still disjoint
-  CHECK(pick({2, 3, 8, 8, 16}, params({2}, {2})) == AutoPick::v2_interior_border);             // 4 x 4 x 8 = 128 outputs per plane
-  CHECK(pick({2, 3, 8, 8, 32}, params({2}, {2})) == AutoPick::v5_layout_dhw);                  // 4 x 4 x 16 = 256
+  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v2_interior_border);  // rows of 17 outputs
+  CHECK(pick({2, 64, 48, 96, 96}, params({2}, {3})) == AutoPick::v4_layout_ncdt);              // gaps: still disjoint, rows of 32
+  CHECK(pick({1, 2, 128, 256, 256}, params({2}, {2})) == AutoPick::v4_layout_ncdt);            // rows of 128
+  CHECK(pick({1, 1, 320, 320, 320}, params({2}, {2})) == AutoPick::v4_layout_ncdt);
+  CHECK(pick({2, 3, 8, 8, 62}, params({2}, {2})) == AutoPick::v2_interior_border);             // rows of 31 outputs
+  CHECK(pick({2, 3, 8, 8, 64}, params({2}, {2})) == AutoPick::v4_layout_ncdt);                 // rows of 32
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 2) == AutoPick::v2_interior_border);  // half: v2
-  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 4) == AutoPick::v5_layout_dhw);
+  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 4) == AutoPick::v4_layout_ncdt);
   CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW
   CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
   CHECK(pick({8, 64, 16, 56, 56}, params({3}, {2}, {1})) == AutoPick::v2_interior_border);
