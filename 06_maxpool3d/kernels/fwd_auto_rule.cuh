@@ -72,7 +72,7 @@ inline double window_overlap(const Window& w) {
 //      source's (W, H, D) bricks) until the H200's suite: on the five such suite cases v4 was
 //      within 2.1 % of the fastest version on the H100 (results/NVIDIA_H100_80GB_HBM3.json) and the
 //      fastest on the H200, where v5 took up to 1.059 times the fastest's time (320^3 with
-//      kernel 2: 1.055; results/NVIDIA_H200.json, commit ffdfb2b). Rows of fewer outputs (33^3 in
+//      kernel 2: 1.055; results/h200_ffdfb2b/, commit ffdfb2b). Rows of fewer outputs (33^3 in
 //      ceil mode: 17) and half precision: v2 (the warp-voted interior path; on 33^3, v4 1.063 and
 //      1.080 times the fastest on the two GPUs, v2 1.027 and 1.000), when a plane fits 32-bit
 //      offsets; else v0.
