@@ -69,13 +69,14 @@ inline double window_overlap(const Window& w) {
 //   4. other NDHWC: v7;
 //   5. other NCDHW: windows that do not overlap, in float, with rows of at least 32 outputs (v4's
 //      block then gives each warp one row's neighbouring outputs): v4. The rule took v5 (the
-//      source's (W, H, D) bricks) until the H200's suite: on the five such suite cases v4 was
-//      within 2.1 % of the fastest version on the H100 (results/NVIDIA_H100_80GB_HBM3.json) and the
-//      fastest on the H200, where v5 took up to 1.059 times the fastest's time (320^3 with
-//      kernel 2: 1.055; results/h200_ffdfb2b/, commit ffdfb2b). Rows of fewer outputs (33^3 in
-//      ceil mode: 17) and half precision: v2 (the warp-voted interior path; on 33^3, v4 1.063 and
-//      1.080 times the fastest on the two GPUs, v2 1.027 and 1.000), when a plane fits 32-bit
-//      offsets; else v0.
+//      source's (W, H, D) bricks) until the H200's suite. On the six suite cases with such rows
+//      (2 x 64 x 32 x 112^2 in the three index formats, 320^3, 2 x 64 x 48 x 96^2 with stride 3,
+//      1 x 2 x 128 x 256^2) v4 took at most 1.021 times the fastest version's time on the H100
+//      (results/NVIDIA_H100_80GB_HBM3.json) and was the fastest on the H200, where v5 took up to
+//      1.059 times it (results/h200_ffdfb2b/, commit ffdfb2b). Rows of fewer outputs (33^3 in ceil
+//      mode: 17), and half precision: v2 (the warp-voted interior path; on 33^3 v4 took 1.063 and
+//      1.080 times the fastest's time on the two GPUs, v2 1.027 and 1.000), when a plane fits
+//      32-bit offsets; else v0.
 // elem_bytes: the size of an element (4 for float, 2 for half).
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
