@@ -42,35 +42,49 @@
 
 namespace ch06 {
 
-// NaN-propagating maximum: one FMNMX.NAN (float) or HMNMX2.NAN (half).
-__device__ __forceinline__ float max_nan(float a, float b) {
+// The helpers below also run on the host (the CPU tests), where the host compiler does not know
+// `#pragma unroll`; the device gets it, the host nothing.
+#ifdef __CUDA_ARCH__
+#define CH06_UNROLL _Pragma("unroll")
+#else
+#define CH06_UNROLL
+#endif
+
+// NaN-propagating maximum: one FMNMX.NAN (float) or HMNMX2.NAN (half). On the host (the CPU tests
+// run v10's rule there) a stand-in: a canonical NaN, else the larger value, either zero of two.
+TUT_HD __forceinline__ float max_nan(float a, float b) {
+#ifdef __CUDA_ARCH__
   float d;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
   return d;
+#else
+  if ((a != a) | (b != b)) return std::numeric_limits<float>::quiet_NaN();
+  return a < b ? b : a;
+#endif
 }
 __device__ __forceinline__ __half max_nan(__half a, __half b) { return __hmax_nan(a, b); }
 
-__device__ __forceinline__ bool is_nan(float v) { return v != v; }
+TUT_HD __forceinline__ bool is_nan(float v) { return v != v; }
 __device__ __forceinline__ bool is_nan(__half v) { return __hisnan(v); }
-__device__ __forceinline__ bool equal(float a, float b) { return a == b; }
+TUT_HD __forceinline__ bool equal(float a, float b) { return a == b; }
 __device__ __forceinline__ bool equal(__half a, __half b) { return __heq(a, b); }
 
 // Whether a maximum's bits may differ from the window's winner: a zero (which sign) or a NaN
 // (which payload).
 template <class T>
-__device__ __forceinline__ bool bits_unsure(T m) {
+TUT_HD __forceinline__ bool bits_unsure(T m) {
   return equal(m, T(0.0f)) | is_nan(m);
 }
 
 // The maximum of N values, as a tree (the chain's depth would serialize the FMNMX).
 template <int N, class T>
-__device__ __forceinline__ T max_of(const T (&v)[N]) {
+TUT_HD __forceinline__ T max_of(const T (&v)[N]) {
   T m[N];
-#pragma unroll
+CH06_UNROLL
   for (int j = 0; j < N; ++j) m[j] = v[j];
-#pragma unroll
+CH06_UNROLL
   for (int step = 1; step < N; step *= 2)
-#pragma unroll
+CH06_UNROLL
     for (int j = 0; j + step < N; j += 2 * step) m[j] = max_nan(m[j], m[j + step]);
   return m[0];
 }
@@ -79,18 +93,18 @@ __device__ __forceinline__ T max_of(const T (&v)[N]) {
 // is one, else the first value equal to m. Sets j and the value's own bits (selects over the
 // unrolled registers: an index into v would put the array in local memory).
 template <int N, class T>
-__device__ __forceinline__ void locate(const T (&v)[N], T m, int& j, T& value) {
+TUT_HD __forceinline__ void locate(const T (&v)[N], T m, int& j, T& value) {
   j = 0;
   value = v[0];
   if (is_nan(m)) {
-#pragma unroll
+CH06_UNROLL
     for (int i = 1; i < N; ++i)
       if (is_nan(v[i])) {
         j = i;
         value = v[i];
       }
   } else {
-#pragma unroll
+CH06_UNROLL
     for (int i = N - 1; i >= 1; --i)
       if (equal(v[i], m)) {
         j = i;

@@ -49,7 +49,7 @@ __device__ __forceinline__ __half lowest<__half>() {
 // Written with `|`, not `||`: both tests are cheap, and the short-circuit form makes the compiler
 // materialize a bool per cell (PRMT and ISETP around each compare), about 30 % more instructions
 // for a 27-cell window. This form is two FSETPs and the selects.
-__device__ __forceinline__ bool replaces(float best, float v) { return (best < v) | (v != v); }
+TUT_HD __forceinline__ bool replaces(float best, float v) { return (best < v) | (v != v); }
 __device__ __forceinline__ bool replaces(__half best, __half v) { return __hlt(best, v) | __hisnan(v); }
 
 // The order behind PyTorch's rule, for combining the bests of parts of a window in any grouping

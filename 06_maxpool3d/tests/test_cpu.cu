@@ -20,6 +20,7 @@
 #include "kernels/bwd_v12_class_scatter.cuh"
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/fwd_v6_separable.cuh"
+#include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
 #include "tests/gpu_cases.hpp"
@@ -377,6 +378,123 @@ TEST_CASE("split windows: each part's best by the rule, combined by outranks in 
   }
   INFO(windows, " split windows");
   CHECK(windows > 1000);
+  CHECK(differ == 0);
+}
+
+namespace {
+// fwd v10's runs kernel on the host, for one run of `count` pieces of V values: lane r of G takes
+// pieces r, r + G, ..., kP of them a batch, with -inf past the run; the batch's maximum, then (with
+// the cell) the lookup only when it replaces the lane's best; the lanes' butterfly by outranks, or
+// (no cell) by the maximum, scanned again with the lookup when that is a zero or a NaN. The same
+// helpers as the kernel; max_nan is the host's stand-in for FMNMX.NAN.
+template <int V, int kP>
+ch06::Best v10_on_host(const std::vector<float>& x, int G, bool want_cell) {
+  constexpr int kN = kP * V;
+  const int count = static_cast<int>(x.size()) / V;
+  std::vector<float> best(static_cast<std::size_t>(G));
+  std::vector<int> cell(static_cast<std::size_t>(G));
+  const auto scan = [&](bool with_cell) {
+    for (int r = 0; r < G; ++r) {
+      float& b = best[static_cast<std::size_t>(r)];
+      int& c = cell[static_cast<std::size_t>(r)];
+      b = -kInf;
+      c = -1;
+      for (int p0 = 0; p0 < count; p0 += kP * G) {
+        float v[kN];
+        for (int k = 0; k < kP; ++k)
+          for (int l = 0; l < V; ++l) {
+            const int piece = p0 + k * G + r;
+            v[k * V + l] = piece < count ? x[static_cast<std::size_t>(piece * V + l)] : -kInf;
+          }
+        const float m = ch06::max_of(v);
+        if (!with_cell) {
+          b = ch06::max_nan(b, m);
+        } else if ((p0 + r < count) & (ch06::replaces(b, m) | (c < 0))) {
+          int j;
+          ch06::locate(v, m, j, b);
+          c = (p0 + (j / V) * G + r) * V + j % V;
+        }
+      }
+    }
+  };
+  const auto combine = [&] {
+    for (int m = 1; m < G; m *= 2) {
+      const auto b0 = best;
+      const auto c0 = cell;
+      for (int r = 0; r < G; ++r) {
+        const auto o = static_cast<std::size_t>(r ^ m), i = static_cast<std::size_t>(r);
+        if (ch06::outranks(b0[o], c0[o], b0[i], c0[i])) {
+          best[i] = b0[o];
+          cell[i] = c0[o];
+        }
+      }
+    }
+  };
+  scan(want_cell);
+  if (want_cell) {
+    combine();
+  } else {
+    for (int m = 1; m < G; m *= 2) {
+      const auto b0 = best;
+      for (int r = 0; r < G; ++r)
+        best[static_cast<std::size_t>(r)] = ch06::max_nan(b0[static_cast<std::size_t>(r)], b0[static_cast<std::size_t>(r ^ m)]);
+    }
+    if (ch06::bits_unsure(best[0])) {
+      scan(true);
+      combine();
+    }
+  }
+  return {best[0], cell[0]};
+}
+
+float from_bits(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+}  // namespace
+
+TEST_CASE("fwd v10's rule on the host: the maximum first and the lookup after give the sequential rule's element, bit for bit, and its cell") {
+  // Values from a small set, so that ties, both zeros and NaNs (each with its own payload and
+  // sign) are common; runs of 1 to 200 pieces of 1, 2 or 4 values over 1 to 32 lanes.
+  const std::vector<float> palette = {-2.0f, -1.0f, -0.0f, 0.0f, 1.0f, 2.0f, -kInf, kInf,
+                                      from_bits(0x7fc00001u), from_bits(0xffc00002u), from_bits(0x7fc00003u)};
+  const tut::Random rng(20261129);
+  std::int64_t runs = 0, differ = 0, nan_runs = 0, zero_runs = 0;
+  for (int t = 0; t < 6000; ++t) {
+    const auto draw = [&](std::uint64_t k) { return rng.bits(static_cast<std::uint64_t>(t) * 100003u + k); };
+    const int V = 1 << (draw(0) % 3), G = 1 << (draw(1) % 6), pieces = 1 + static_cast<int>(draw(2) % 200);
+    const int nan_odds = 1 + static_cast<int>(draw(3) % 400);  // NaN from never-ish to often
+    std::vector<float> x(static_cast<std::size_t>(pieces * V));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint64_t u = draw(10 + i);
+      // One run in three draws no positive number, so that a zero is often the maximum.
+      const std::uint64_t kinds = t % 3 == 0 ? 4 : 8;  // palette[0, 4): -2, -1, -0, +0
+      x[i] = u % static_cast<std::uint64_t>(nan_odds) == 0 ? palette[8 + (u >> 20) % 3] : palette[(u >> 8) % kinds];
+    }
+    ch06::Best ref{-kInf, -1};
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (ch06::reference_replaces(ref.value, x[i]) || ref.cell < 0) ref = {x[i], static_cast<int>(i)};
+    nan_runs += std::isnan(ref.value) ? 1 : 0;
+    zero_runs += ref.value == 0.0f ? 1 : 0;
+    for (bool want_cell : {false, true}) {
+      const ch06::Best got = V == 1 ? v10_on_host<1, 4>(x, G, want_cell)
+                             : V == 2 ? v10_on_host<2, 4>(x, G, want_cell)
+                                      : v10_on_host<4, 4>(x, G, want_cell);
+      const bool same = bits_of(got.value) == bits_of(ref.value) && (!want_cell || got.cell == ref.cell);
+      if (!same) INFO("V ", V, " G ", G, " pieces ", pieces, " want_cell ", want_cell);
+      differ += same ? 0 : 1;
+      ++runs;
+    }
+  }
+  INFO(runs, " runs, ", nan_runs, " with a NaN, ", zero_runs, " with a zero maximum");
+  CHECK(nan_runs > 500);
+  CHECK(zero_runs > 100);
   CHECK(differ == 0);
 }
 
