@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,14 @@ __device__ unsigned long long g_t[6][4096];
 // What each stamp marks, as printed. v12 and v13 (sets v12 and v13) stamp between the gather of the
 // partials and the tree instead of at a second barrier.
 const char* g_stamp_names[6] = {"start", "p1 end", "sync1 out", "p2 end", "sync2 out", "end"};
+// Renames stamps first, first + 1, ... for the set about to run.
+void name_stamps(int first, std::initializer_list<const char*> names) {
+  for (const char* n : names) g_stamp_names[first++] = n;
+}
+// A shape's name in the sets' rows: "NxCxHW NHWC".
+std::string nhwc_name(const Shape4& s) {
+  return std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+}
 __device__ __forceinline__ unsigned long long gtime() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -653,20 +662,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (set == "v12" || set == "v13") {
-    g_stamp_names[2] = set == "v12" ? "sync out" : "sync out|published";
-    g_stamp_names[3] = "gathered";
-    g_stamp_names[4] = "merged";
+    name_stamps(2, {set == "v12" ? "sync out" : "sync out|published", "gathered", "merged"});
   }
   if (set == "v15") {  // v15's steps at 4x33x17x19 and 2x1x30x31 NHWC, beside an empty cluster of the same blocks
-    g_stamp_names[1] = "loads+sums";
-    g_stamp_names[2] = "block sums";
-    g_stamp_names[3] = "cluster barrier";
-    g_stamp_names[4] = "totals";
+    name_stamps(1, {"loads+sums", "block sums", "cluster barrier", "totals"});
     const Shape4 c33{4, 33, 17 * 19, Layout::nhwc}, c1{2, 1, 30 * 31, Layout::nhwc};
     Buffers<float> f(c33.numel(), 64);
     Buffers<__half> h(c33.numel(), 64);
     for (const Shape4& s : {c33, c1}) {
-      const std::string n = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+      const std::string n = nhwc_name(s);
       BwdArgs<float> g;
       g.s = s; g.dy = f.dy; g.x = f.x; g.gamma = f.gamma; g.saved_mean = f.sm; g.saved_invstd = f.si; g.mask = f.mask;
       g.dx = f.dx; g.dgamma = f.dg; g.dbeta = f.db;
@@ -674,27 +678,20 @@ int main(int argc, char** argv) {
       run_one_cluster<&probe_fwd15<float, false>>(("fwd f32 " + n + " v15 warm").c_str(), s, false, f.fwd_args(s));
       run_one_cluster<&probe_bwd15<float, false>>(("bwd f32 " + n + " v15").c_str(), s, true, g);
       run_one_cluster<&probe_fwd15<__half, false>>(("fwd f16 " + n + " v15").c_str(), s, true, h.fwd_args(s));
-      g_stamp_names[1] = "cluster barrier";
-      g_stamp_names[2] = "cluster barrier";
-      g_stamp_names[3] = "copied";
+      name_stamps(1, {"cluster barrier", "cluster barrier", "copied"});
       run_one_cluster<&probe_fwd15<float, false, true>>(("fwd f32 " + n + " v15 split").c_str(), s, true, f.fwd_args(s));
-      g_stamp_names[1] = "loads+sums";
-      g_stamp_names[2] = "block sums";
-      g_stamp_names[3] = "cluster barrier";
+      name_stamps(1, {"loads+sums", "block sums", "cluster barrier"});
       run_one_cluster<&probe_empty>(("empty " + n + " one cluster").c_str(), s, true);
       run_one_cluster<&probe_empty>(("empty " + n + " one cluster warm").c_str(), s, false);
     }
     return 0;
   }
   if (set == "merge") {  // v14's block sum after the sums, apart; "slots": the chunk in elements
-    g_stamp_names[1] = "sums";
-    g_stamp_names[2] = "stored";
-    g_stamp_names[3] = "summed";
-    g_stamp_names[4] = "published";
+    name_stamps(1, {"sums", "stored", "summed", "published"});
     const Shape4 c3{8, 3, 224 * 224, Layout::nhwc}, c33{4, 33, 17 * 19, Layout::nhwc};
     Buffers<float> f(small.numel(), 64);
     for (const Shape4& s : {small, c3, c33}) {
-      const std::string n = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+      const std::string n = nhwc_name(s);
       run_fwd13_parts<float, false, true>(("fwd f32 " + n + " v14 parts").c_str(), f, s);
       run_fwd13_parts<float, false>(("fwd f32 " + n + " v14 merge, double done").c_str(), f, s, true,
                                     reinterpret_cast<const void*>(&probe_fwd14_merge<float, false, false>));
@@ -704,14 +701,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (set == "parts") {  // v13's merges apart, and an empty launch; "slots": the chunk (elements) or the empty's bytes
-    g_stamp_names[1] = "sums";
-    g_stamp_names[2] = "merged";
-    g_stamp_names[3] = "gathered";
-    g_stamp_names[4] = "merged";
+    name_stamps(1, {"sums", "merged", "gathered", "merged"});
     const Shape4 c3{8, 3, 224 * 224, Layout::nhwc}, c33{4, 33, 17 * 19, Layout::nhwc}, c64{16, 64, 56 * 56, Layout::nhwc};
     Buffers<float> f(small.numel(), 64);
     for (const Shape4& s : {small, c64, c3, c33}) {
-      const std::string n = std::to_string(s.N) + "x" + std::to_string(s.C) + "x" + std::to_string(s.HW) + " NHWC";
+      const std::string n = nhwc_name(s);
       run_fwd13<float, false>(("fwd f32 " + n + " v13").c_str(), f, s);
       run_fwd13_parts<float, false>(("fwd f32 " + n + " v13 parts").c_str(), f, s);
       run_fwd13_parts<float, false, true>(("fwd f32 " + n + " v14 parts").c_str(), f, s);
