@@ -40,6 +40,7 @@
 #include "kernels/fwd_v13_arrivals.cuh"
 #include "kernels/fwd_v14_shifted_sums.cuh"
 #include "kernels/fwd_v15_one_cluster.cuh"
+#include "kernels/fwd_v16_channel_blocks.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -231,6 +232,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "a small tensor in one cluster's registers: sums merged on chip, one launch",
                                             &fwd_v15_one_cluster<T, kAdd>, &fwd_v13_scratch_bytes<T>,
                                             fwd_v15_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v16_channel_blocks",
+                                            "NCHW, few values a channel: a block per channel, its values in registers, one launch",
+                                            &fwd_v16_channel_blocks<T, kAdd>, &fwd_v13_scratch_bytes<T>,
+                                            fwd_v16_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

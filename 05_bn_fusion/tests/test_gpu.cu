@@ -152,6 +152,15 @@ std::vector<tut::Case> v15_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 512, 2, 2}, {2, 513, 1, 2}, {3, 100, 5, 7}, {2, 1, 30, 31}, {8, 33, 16, 28}, {1, 33, 3585, 1}});
 }
 
+// v16's cuts beyond shapes(): M = kChanBlock x kChanItems (4096), its largest, in runs of 1024, of
+// one value (4096 x 3 x 1 x 1: every mask word shared by three channels' blocks) and of 2048; M =
+// 4097, past it (v15's path runs); M = 1001 in runs of 143; and, outside the sanitizers, the suite's
+// shapes (64x1024x7x7: runs of 49).
+template <class Inst>
+std::vector<tut::Case> v16_shapes(const tut::Problem<Inst>& p) {
+  return shapes_plus(p, {{4, 5, 32, 32}, {4096, 3, 1, 1}, {2, 7, 1, 2048}, {1, 3, 4097, 1}, {7, 9, 11, 13}});
+}
+
 // The chains through v15 alone: its backward on every forward's saved state, and every backward on
 // what its forward saved. Returns nothing; checks the count of chains graded.
 template <class T, bool kAdd>
@@ -472,6 +481,38 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v15_one_cluster", nullptr);
   }
 
+  TEST_CASE("v16_channel_blocks: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    const auto check = [](const auto& p) { check_rung(p, "v16_channel_blocks", v16_shapes(p)); };
+    check(bn_relu_f32());
+    check(bn_add_relu_f32());
+    check(bn_relu_f16());
+    check(bn_add_relu_f16());
+  }
+
+  TEST_CASE("v16_channel_blocks: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NCHW"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4096, 3, 1, 1}, "NCHW"));
+    const auto chains = [&](auto tag) {
+      using T = typename decltype(tag)::first_type;
+      constexpr bool kAdd = decltype(tag)::second_type::value;
+      const auto& p = backward<T, kAdd>();
+      auto q = p;
+      q.chain.forward = []() -> const tut::ProblemEntry& {
+        static const auto f = only(forward<T, kAdd>(), "v16_channel_blocks");
+        static const tut::ProblemEntry e = tut::erase(f);
+        return e;
+      };
+      INFO(p.name);
+      CHECK(tut::check_chains(q, cases) ==
+            expected_pairs(p, only(forward<T, kAdd>(), "v16_channel_blocks")) * static_cast<int>(cases.size()));
+    };
+    chains(std::pair<float, std::false_type>{});
+    chains(std::pair<float, std::true_type>{});
+    chains(std::pair<__half, std::false_type>{});
+    chains(std::pair<__half, std::true_type>{});
+  }
+
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     if (!tut::under_sanitizer()) {
@@ -548,5 +589,9 @@ TEST_SUITE("large") {
         keep.push_back(v);
     p.versions = keep;
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
+  }
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v16, a block for each of 2^20 + 1 channels of 2 x 1024 values" *
+            tut::needs_gpu_memory(std::size_t{40} << 30)) {
+    tut::check_all_at(only(bn_relu_f32(), "v16_channel_blocks"), bn_case(bn_relu_f32(), {2, (1 << 20) + 1, 32, 32}, "NCHW"));
   }
 }
