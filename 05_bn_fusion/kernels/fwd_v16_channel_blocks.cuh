@@ -10,24 +10,27 @@
 // values, 12.8 MB) the suite's run on the H200 (results/NVIDIA_H200.json) has the fastest of them
 // at 0.0360 ms and cuDNN's SPATIAL_PERSISTENT forward at 0.0300, both near 0.2 of the copy ceiling
 // for a tensor it moves in about 6 us; at 4x33x17x19 NCHW (33 channels of 1,292) 0.0125 against
-// cuDNN's 0.0097. Here the grid is C blocks of kChanBlock threads, thread t holding values t,
-// t + kChanBlock, ... of its channel (at most kChanItems of them): a warp's lanes load 32
-// consecutive values, runs of H W in memory, every load issued before the first add.
+// cuDNN's 0.0097. Here the grid is C blocks, thread t holding values t, t + B, ... of its channel
+// (B threads a block, at most 4096 / B values a thread, M <= 4096): a warp's lanes load 32
+// consecutive values, runs of H W in memory, every load issued before the first add. B is the
+// widest of 512, 256 and 128 whose C blocks are all on the GPU at once (by the occupancy
+// calculator), else the one of which it holds the most threads.
 //   The sums: v14's, each value's deviation from K* (the channel's first value) summed in double,
 //   then a butterfly in each warp and the warps' sums added in order by one thread, which ends the
 //   statistics (mean = K* + s1 / M, M2 = s2 - s1^2 / M), writes the saved and running statistics
-//   and hands the pass its three numbers through shared memory.
+//   (gamma, beta and the running statistics loaded with x) and hands the pass its three numbers
+//   through shared memory.
 //   The pass: v15's arithmetic, from the registers; the mask by write_mask_bits (v8's): a warp's
 //   32 elements are in one or two runs, a word may hold elements of two channels, and a word
 //   shared with another block is written by an atomicAnd and an atomicOr of the bits the block owns.
 // Precision: v14's (K* is one of the channel's values; the final subtraction in double).
-// Prediction: one DRAM round trip for the loads, two block barriers and the stores per block; at
-// 64x1024x7x7 (1024 blocks, 13 values a thread) a few microseconds past the launch, below cuDNN's
-// 0.0300 ms; at 4x33x17x19 (33 blocks, 6 values a thread) the launch and one round trip, below
-// its 0.0097.
+// Prediction: one DRAM round trip for the loads, two block barriers and the stores per block, and
+// every block on the GPU at once; at 64x1024x7x7 (1024 blocks of 128 threads, 25 values a thread)
+// a few microseconds past the launch, below cuDNN's 0.0300 ms; at 4x33x17x19 (33 blocks of 512, 3
+// values a thread) the launch and one round trip, below its 0.0097.
 //
-// Where it does not apply (NHWC, more than kChanBlock x kChanItems values per channel), v16 runs
-// v15, which runs v14, then v5.
+// Where it does not apply (NHWC, more than kChanValues values per channel), v16 runs v15, which
+// runs v14, then v5.
 #pragma once
 
 #include "kernels/fwd_v15_one_cluster.cuh"
@@ -35,37 +38,46 @@
 
 namespace ch05 {
 
-inline constexpr int kChanBlock = 512;  // threads per block: one channel each
-inline constexpr int kChanItems = 8;    // values of each operand a thread holds, at most
+inline constexpr int kChanValues = 4096;  // values per channel, at most: a block's threads x values each
 
-// How v16 walks a channel: thread t's value m is value j = t + m kChanBlock of its channel, at
-// memory index (n C + c) HW + i with (n, i) = (j / HW, j % HW). From one value to the next, j grows
-// by kChanBlock: i by `step_i` and the index by `step` (the runs skipped, and step_i), and where i
-// passes HW, by `wrap` more ((C - 1) HW: the next run). `last`: the index of the channel's last
-// value, less c HW. Worked out once on the host, so that a value's address costs a few additions.
+// How v16 walks a channel: a block of `threads` threads, thread t's value m being value
+// j = t + m threads of its channel, at memory index (n C + c) HW + i with (n, i) = (j / HW, j % HW).
+// From one value to the next, j grows by `threads`: i by `step_i` and the index by `step` (the runs
+// skipped, and step_i), and where i passes HW, by `wrap` more ((C - 1) HW: the next run). `last`:
+// the index of the channel's last value, less c HW. Worked out once on the host, so that a value's
+// address costs a few additions.
 struct ChanPlan {
-  int items = 0;                           // values a thread holds: ceil(M / kChanBlock)
-  int HW = 1, M = 1, step_i = 0;           // M = N H W <= kChanBlock x kChanItems
+  int threads = 0, items = 0;              // a block's threads (512, 256 or 128); values a thread holds
+  int HW = 1, M = 1, step_i = 0;           // M = N H W <= kChanValues
   std::int64_t C = 1, step = 0, wrap = 0, last = 0;
 };
 
-// The plan for a shape v16 takes, or items = 0 where v16 does not apply.
-inline ChanPlan chan_plan(const Shape4& s) {
+// The plan for a shape v16 takes, or threads = 0 where v16 does not apply. `resident[k]`: how many
+// blocks of 512 >> k threads the GPU holds at once (its SMs times the kernel's occupancy). The block:
+// the widest whose C blocks are all on the GPU at once (the fewest values a thread); else the one
+// of which the GPU holds the most threads.
+inline ChanPlan chan_plan(const Shape4& s, const std::int64_t (&resident)[3]) {
   ChanPlan p;
   const std::int64_t M = s.per_channel();
-  if (s.layout != Layout::nchw || s.C > 0x7fffffff || M > std::int64_t{kChanBlock} * kChanItems) return p;
-  p.items = static_cast<int>((M + kChanBlock - 1) / kChanBlock);
+  if (s.layout != Layout::nchw || s.C > 0x7fffffff || M > kChanValues) return p;
+  int pick = -1, most = 0;
+  for (int k = 0; k < 3; ++k) {
+    if (pick < 0 && s.C <= resident[k]) pick = k;
+    if (resident[k] * (512 >> k) > resident[most] * (512 >> most)) most = k;
+  }
+  p.threads = 512 >> (pick < 0 ? most : pick);
+  p.items = static_cast<int>((M + p.threads - 1) / p.threads);
   p.HW = static_cast<int>(s.HW);  // HW <= M
   p.M = static_cast<int>(M);
   p.C = s.C;
-  p.step_i = kChanBlock % p.HW;
-  p.step = std::int64_t{kChanBlock / p.HW} * s.C * s.HW + p.step_i;
+  p.step_i = p.threads % p.HW;
+  p.step = std::int64_t{p.threads / p.HW} * s.C * s.HW + p.step_i;
   p.wrap = (s.C - 1) * s.HW;
   p.last = (M - 1) / s.HW * s.C * s.HW + (M - 1) % s.HW;
   return p;
 }
 
-// Thread t's place in channel c: value j, at x + at; next() moves to j + kChanBlock. (Host and
+// Thread t's place in channel c: value j, at x + at; next() moves to j + threads. (Host and
 // device: the CPU tests walk every thread.)
 struct ChanWalk {
   int j, i;
@@ -77,7 +89,7 @@ struct ChanWalk {
     at = (n * p.C + c) * p.HW + i;
   }
   CH05_HD void next(const ChanPlan& p) {
-    j += kChanBlock;
+    j += p.threads;
     i += p.step_i;
     at += p.step;
     if (i >= p.HW) {
@@ -87,9 +99,11 @@ struct ChanWalk {
   }
 };
 
-template <class T, bool kAdd>
-__global__ void __launch_bounds__(kChanBlock) fwd_v16_channel_blocks_kernel(FwdArgs<T> a, ChanPlan p) {
-  __shared__ double s1s[kChanBlock / 32], s2s[kChanBlock / 32];
+// kItems = kChanValues / threads: the values a thread holds, at most.
+template <class T, bool kAdd, int kItems>
+__global__ void __launch_bounds__(kChanValues / kItems) fwd_v16_channel_blocks_kernel(FwdArgs<T> a, ChanPlan p) {
+  constexpr int kWarps = kChanValues / kItems / 32;
+  __shared__ double s1s[kWarps], s2s[kWarps];
   __shared__ float prm[3];
   const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
   const std::int64_t c = blockIdx.x;
@@ -97,13 +111,14 @@ __global__ void __launch_bounds__(kChanBlock) fwd_v16_channel_blocks_kernel(FwdA
   // a block barrier after them, where the compiler's schedule starts again: loaded under a predicate
   // each, the compiler fetched x's address again for each, and without the barrier it converted the
   // first values before it issued the rest (and r's after the sums); a block then waited for two
-  // round trips to DRAM instead of one.
-  float xv[kChanItems], rv[kChanItems];
-  bool has[kChanItems];
+  // round trips to DRAM instead of one. Thread 0 loads the channel's gamma, beta and running
+  // statistics with them.
+  float xv[kItems], rv[kItems];
+  bool has[kItems];
   const std::int64_t first = c * p.HW;
   ChanWalk w(p, c, t);
 #pragma unroll
-  for (int m = 0; m < kChanItems; ++m) {
+  for (int m = 0; m < kItems; ++m) {
     has[m] = m < p.items && w.j < p.M;
     const std::int64_t at = has[m] ? w.at : first;
     xv[m] = to_float(a.x[at]);
@@ -111,10 +126,17 @@ __global__ void __launch_bounds__(kChanBlock) fwd_v16_channel_blocks_kernel(FwdA
     w.next(p);
   }
   const float kstar = to_float(a.x[first]);
+  float gamma = 0.0f, beta = 0.0f, rmean = 0.0f, rvar = 0.0f;
+  if (t == 0) {
+    gamma = a.gamma[c];
+    beta = a.beta[c];
+    rmean = a.running_mean[c];
+    rvar = a.running_var[c];
+  }
   __syncthreads();
   DSum mine{0.0, 0.0};
 #pragma unroll
-  for (int m = 0; m < kChanItems; ++m)
+  for (int m = 0; m < kItems; ++m)
     if (has[m]) {
       const double d = static_cast<double>(xv[m]) - static_cast<double>(kstar);
       mine.s1 += d;
@@ -133,7 +155,7 @@ __global__ void __launch_bounds__(kChanBlock) fwd_v16_channel_blocks_kernel(FwdA
   if (t == 0) {
     double s1 = 0.0, s2 = 0.0;
 #pragma unroll
-    for (int k = 0; k < kChanBlock / 32; ++k) {
+    for (int k = 0; k < kWarps; ++k) {
       s1 += s1s[k];
       s2 += s2s[k];
     }
@@ -141,42 +163,77 @@ __global__ void __launch_bounds__(kChanBlock) fwd_v16_channel_blocks_kernel(FwdA
     const double d = s1 / static_cast<double>(p.M);
     const Welford st{M, static_cast<float>(static_cast<double>(kstar) + d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
     const float invstd = invstd_of(st, M, a.eps);
-    save_channel(a, static_cast<int>(c), st, invstd, M);
+    // save_channel's lines, with the running statistics loaded at the start.
+    a.saved_mean[c] = st.mean;
+    a.saved_invstd[c] = invstd;
+    a.running_mean[c] = (1.0f - a.momentum) * rmean + a.momentum * st.mean;
+    a.running_var[c] = (1.0f - a.momentum) * rvar + a.momentum * (st.m2 / (M - 1.0f));
     prm[0] = st.mean;
-    prm[1] = a.gamma[c] * invstd;
-    prm[2] = a.beta[c];
+    prm[1] = gamma * invstd;
+    prm[2] = beta;
   }
   __syncthreads();
   const float mean = prm[0], scale = prm[1], shift = prm[2];
   const std::int64_t n = a.s.numel(), last = p.last + c * p.HW;
-  ChanWalk v(p, c, t);
+  // The pass walks the values again from the thread's number, read through a shuffle: the compiler
+  // cannot see that it is t, and computes the addresses again instead of keeping the first walk's
+  // (two registers a value: 168 registers a thread at 32 values without this, 3 blocks of 128 on an SM).
+  ChanWalk v(p, c, __shfl_sync(kFullWarp, t, lane));
 #pragma unroll
-  for (int m = 0; m < kChanItems; ++m) {
+  for (int m = 0; m < kItems; ++m) {
     if (m >= p.items) break;  // the same in every thread: the mask's shuffles and ballots have every lane
-    const bool has = v.j < p.M;
+    const bool in = v.j < p.M;
     float s = fmaf(xv[m] - mean, scale, shift);
     if constexpr (kAdd) s += rv[m];
     s = round_to<T>(s);
-    if (has) a.y[v.at] = from_float<T>(relu(s));
+    if (in) a.y[v.at] = from_float<T>(relu(s));
     // A lane with no value passes the key of the channel's last value: keys never decrease along the warp.
-    write_mask_bits<1>(a.mask, n, has, has ? v.at : last, has && kept(s) ? 1u : 0u);
+    write_mask_bits<1>(a.mask, n, in, in ? v.at : last, in && kept(s) ? 1u : 0u);
     v.next(p);
   }
 }
 
 template <class T, bool kAdd>
+std::vector<const void*> fwd_v16_own_kernels() {
+  return {TUT_KERNEL((fwd_v16_channel_blocks_kernel<T, kAdd, 8>)), TUT_KERNEL((fwd_v16_channel_blocks_kernel<T, kAdd, 16>)),
+          TUT_KERNEL((fwd_v16_channel_blocks_kernel<T, kAdd, 32>))};
+}
+
+// The blocks of each width the current GPU holds at once, by the occupancy calculator; once per
+// device.
+template <class T, bool kAdd>
+const std::int64_t (&fwd_v16_resident())[3] {
+  static std::int64_t cache[64][3] = {};
+  int dev = 0;
+  TUT_CUDA(cudaGetDevice(&dev));
+  std::int64_t(&r)[3] = cache[dev & 63];
+  if (r[0] == 0) {
+    const auto kernels = fwd_v16_own_kernels<T, kAdd>();
+    for (int k = 0; k < 3; ++k) {
+      int per_sm = 0;
+      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels[static_cast<std::size_t>(k)], 512 >> k, 0));
+      r[k] = std::max<std::int64_t>(1, std::int64_t{per_sm} * device_limits().sm_count);
+    }
+  }
+  return r;
+}
+
+template <class T, bool kAdd>
 void fwd_v16_channel_blocks(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v16_channel_blocks");
-  const ChanPlan p = chan_plan(a.s);
-  if (p.items == 0) return fwd_v15_one_cluster<T, kAdd>(st, a, ws);
-  fwd_v16_channel_blocks_kernel<T, kAdd><<<grid_of(a.s.C, "fwd_v16_channel_blocks"), kChanBlock, 0, st>>>(a, p);
+  const ChanPlan p = chan_plan(a.s, fwd_v16_resident<T, kAdd>());
+  if (p.threads == 0) return fwd_v15_one_cluster<T, kAdd>(st, a, ws);
+  const unsigned grid = grid_of(a.s.C, "fwd_v16_channel_blocks");
+  if (p.threads == 512) fwd_v16_channel_blocks_kernel<T, kAdd, 8><<<grid, 512, 0, st>>>(a, p);
+  else if (p.threads == 256) fwd_v16_channel_blocks_kernel<T, kAdd, 16><<<grid, 256, 0, st>>>(a, p);
+  else fwd_v16_channel_blocks_kernel<T, kAdd, 32><<<grid, 128, 0, st>>>(a, p);
   TUT_CHECK_LAUNCH("fwd_v16_channel_blocks_kernel");
 }
 
 template <class T, bool kAdd>
 std::vector<const void*> fwd_v16_kernels() {
   auto k = fwd_v15_kernels<T, kAdd>();
-  k.push_back(TUT_KERNEL(fwd_v16_channel_blocks_kernel<T, kAdd>));
+  for (const void* own : fwd_v16_own_kernels<T, kAdd>()) k.push_back(own);
   return k;
 }
 

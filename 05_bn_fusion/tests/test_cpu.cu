@@ -665,34 +665,44 @@ TEST_CASE("v12's plan: whole units per chunk, every element in one chunk, the pi
   }
 }
 
-TEST_CASE("v16's walk: every thread's values of a channel at index_of's places, each value once; the cap and past it") {
-  // (N, C, HW): M at the cap (kChanBlock x kChanItems) in runs of 1024, of one value (C apart) and of
-  // 2048; runs of 49 (64x1024x7x7) and 323; HW not dividing the block (13 x 17, 143); tiny shapes.
-  const std::int64_t cap = std::int64_t{kChanBlock} * kChanItems;
+TEST_CASE("v16's walk: every thread's values of a channel at index_of's places, each value once; the block's width; "
+          "the cap and past it") {
+  // (N, C, HW): M at the cap (kChanValues) in runs of 1024, of one value (C apart) and of 2048; runs
+  // of 49 (64x1024x7x7) and 323; HW not dividing the block (13 x 17, 143); tiny shapes. Each on a GPU
+  // of 132 SMs and of 2, so that every block width is walked.
+  const std::int64_t cap = kChanValues;
   for (const auto& d : std::vector<std::vector<std::int64_t>>{{4, 5, 1024}, {cap, 3, 1}, {2, 7, 2048}, {64, 1024, 49},
                                                               {4, 33, 323}, {3, 7, 13 * 17}, {7, 9, 143}, {1, 1, 2},
                                                               {2, 1, 1}, {2, 2048, 1}, {5, 3, 49}}) {
-    const Shape4 s{d[0], d[1], d[2], Layout::nchw};
-    const ChanPlan p = chan_plan(s);
-    INFO(s.N, "x", s.C, "x", s.HW);
-    REQUIRE(p.items == (s.N * s.HW + kChanBlock - 1) / kChanBlock);
-    for (std::int64_t c : {std::int64_t{0}, s.C / 2, s.C - 1}) {
-      std::vector<int> seen(static_cast<std::size_t>(p.M), 0);
-      for (int t = 0; t < kChanBlock; ++t) {
-        ChanWalk w(p, c, t);
-        for (int m = 0; m < kChanItems; ++m, w.next(p)) {
-          if (m >= p.items || w.j >= p.M) continue;
-          CHECK(w.j == t + m * kChanBlock);
-          CHECK(w.at == s.index_of(c, w.j));
-          ++seen[static_cast<std::size_t>(w.j)];
+    for (int sms : {132, 2}) {
+      const Shape4 s{d[0], d[1], d[2], Layout::nchw};
+      const std::int64_t resident[3] = {2 * sms, 5 * sms, 6 * sms};  // blocks of 512, 256 and 128 at once
+      const ChanPlan p = chan_plan(s, resident);
+      INFO(s.N, "x", s.C, "x", s.HW, " on ", sms, " SMs");
+      // the widest block whose C blocks fit at once, else the one the GPU holds the most threads of
+      const int want = s.C <= resident[0] ? 512 : s.C <= resident[1] ? 256 : s.C <= resident[2] ? 128 : 256;
+      REQUIRE(p.threads == want);
+      REQUIRE(p.items == (s.N * s.HW + p.threads - 1) / p.threads);
+      CHECK(p.items <= kChanValues / p.threads);
+      for (std::int64_t c : {std::int64_t{0}, s.C / 2, s.C - 1}) {
+        std::vector<int> seen(static_cast<std::size_t>(p.M), 0);
+        for (int t = 0; t < p.threads; ++t) {
+          ChanWalk w(p, c, t);
+          for (int m = 0; m < kChanValues / p.threads; ++m, w.next(p)) {
+            if (m >= p.items || w.j >= p.M) continue;
+            CHECK(w.j == t + m * p.threads);
+            CHECK(w.at == s.index_of(c, w.j));
+            ++seen[static_cast<std::size_t>(w.j)];
+          }
         }
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+        CHECK(p.last + c * s.HW == s.index_of(c, p.M - 1));
       }
-      CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
-      CHECK(p.last + c * s.HW == s.index_of(c, p.M - 1));
     }
   }
-  CHECK(chan_plan(Shape4{1, 3, cap + 1, Layout::nchw}).items == 0);  // past the cap: v15's path
-  CHECK(chan_plan(Shape4{cap + 1, 3, 1, Layout::nchw}).items == 0);
-  CHECK(chan_plan(Shape4{4, 5, 1024, Layout::nhwc}).items == 0);     // NHWC: v15's path
-  CHECK(chan_plan(Shape4{2, std::int64_t{1} << 31, 1, Layout::nchw}).items == 0);  // more channels than a grid has blocks
+  const std::int64_t resident[3] = {264, 660, 792};
+  CHECK(chan_plan(Shape4{1, 3, cap + 1, Layout::nchw}, resident).threads == 0);  // past the cap: v15's path
+  CHECK(chan_plan(Shape4{cap + 1, 3, 1, Layout::nchw}, resident).threads == 0);
+  CHECK(chan_plan(Shape4{4, 5, 1024, Layout::nhwc}, resident).threads == 0);     // NHWC: v15's path
+  CHECK(chan_plan(Shape4{2, std::int64_t{1} << 31, 1, Layout::nchw}, resident).threads == 0);  // more channels than a grid's blocks
 }

@@ -152,7 +152,7 @@ std::vector<tut::Case> v15_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 512, 2, 2}, {2, 513, 1, 2}, {3, 100, 5, 7}, {2, 1, 30, 31}, {8, 33, 16, 28}, {1, 33, 3585, 1}});
 }
 
-// v16's cuts beyond shapes(): M = kChanBlock x kChanItems (4096), its largest, in runs of 1024, of
+// v16's cuts beyond shapes(): M = kChanValues (4096), its largest, in runs of 1024, of
 // one value (4096 x 3 x 1 x 1: every mask word shared by three channels' blocks) and of 2048; M =
 // 4097, past it (v15's path runs); M = 1001 in runs of 143; and, outside the sanitizers, the suite's
 // shapes (64x1024x7x7: runs of 49).

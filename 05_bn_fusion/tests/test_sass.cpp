@@ -396,22 +396,20 @@ TEST_CASE("v16: every value's load (x, r, K*) issued before the block's first ba
       if (code[i].opcode.rfind(prefix, 0) == 0 && --n == 0) return i;
     return code.size();
   };
-  constexpr int kItems = 8;  // kernels/fwd_v16_channel_blocks.cuh's kItems (this file sees no CUDA headers)
-  for (const auto& [name, add, half] : {std::tuple{"fwd_v16_channel_blocks_kernel<float, false>", false, false},
-                                        std::tuple{"fwd_v16_channel_blocks_kernel<float, true>", true, false},
-                                        std::tuple{"fwd_v16_channel_blocks_kernel<__half, false>", false, true},
-                                        std::tuple{"fwd_v16_channel_blocks_kernel<__half, true>", true, true}}) {
-    const auto& k = kernel(name);
-    INFO(k.name);
-    const std::string load = half ? "LDG.E.U16" : "LDG.E";
-    const int values = kItems * (add ? 2 : 1) + 1;  // x's (and r's) values, and K*
-    CHECK(nth(k.code, load, values) < nth(k.code, "BAR.SYNC", 1));
-    CHECK(count_in(k.code, "DADD") >= 2 * kItems);  // a deviation and a sum per value, in double
-    CHECK(count_in(k.code, "SHFL.BFLY") >= 2 * 2 * 5);  // the warp's butterfly: two doubles, five levels
-    CHECK(count_in(k.code, "REDG.E.AND") == kItems);  // a word shared with another block: its bits cleared,
-    CHECK(count_in(k.code, "REDG.E.OR") == kItems);   // then set
-    CHECK(count_in(k.code, "ATOMS") == 0);
-    CHECK(tut::count_opcode(k, "LDL") == 0);
-    CHECK(tut::count_opcode(k, "STL") == 0);
-  }
+  for (const char* type : {"float", "__half"})
+    for (const char* add : {"false", "true"})
+      for (const int items : {8, 16, 32}) {  // blocks of 512, 256 and 128 threads
+        const auto& k = kernel(std::string("fwd_v16_channel_blocks_kernel<") + type + ", " + add + ", " + std::to_string(items) + ">");
+        INFO(k.name);
+        const bool half = std::string(type) == "__half", with_r = std::string(add) == "true";
+        const std::string load = half ? "LDG.E.U16" : "LDG.E";
+        CHECK(nth(k.code, load, items * (with_r ? 2 : 1) + 1) < nth(k.code, "BAR.SYNC", 1));  // x (and r), and K*
+        CHECK(count_in(k.code, "DADD") >= 2 * items);  // a deviation and a sum per value, in double
+        CHECK(count_in(k.code, "SHFL.BFLY") >= 2 * 2 * 5);  // the warp's butterfly: two doubles, five levels
+        CHECK(count_in(k.code, "REDG.E.AND") == items);  // a word shared with another block: its bits cleared,
+        CHECK(count_in(k.code, "REDG.E.OR") == items);   // then set
+        CHECK(count_in(k.code, "ATOMS") == 0);
+        CHECK(tut::count_opcode(k, "LDL") == 0);
+        CHECK(tut::count_opcode(k, "STL") == 0);
+      }
 }
