@@ -28,6 +28,16 @@
 // every block on the GPU at once; at 64x1024x7x7 (1024 blocks of 128 threads, 25 values a thread)
 // a few microseconds past the launch, below cuDNN's 0.0300 ms; at 4x33x17x19 (33 blocks of 512, 3
 // values a thread) the launch and one round trip, below its 0.0097.
+// Measured on the H200 (results/NVIDIA_H200.v16_*, NVIDIA_H200.ncu_v16.csv; README "Few values a
+// channel in NCHW"). The first form (commit 53c4e7d) gave every shape blocks of 512 threads and
+// loaded gamma, beta and the running statistics in thread 0 after the sums: at 64x1024x7x7 float
+// 37.7 us under Nsight Compute against cuDNN's 24.3 + 11.2 (its BN kernel, then its ReLU), 18.3 %
+// of the warps' cycles at a barrier, and 0.0325 ms by events against cuDNN's 0.0302: the
+// prediction was wrong. This form (commit e9550ce): 31.8 us (256 threads a block; 6.6 % at a
+// barrier, 1.4 % on the long scoreboard, 15.65 M warp instructions against cuDNN's 9.11 M) against
+// 23.8 + 11.1; by events 0.0270 ms against cuDNN's 0.0299 (Add 0.0335 against 0.0414, half 0.0268
+// against 0.0274); at 4x33x17x19 0.0072 against 0.0091 (Add 0.0070 against 0.0112, half 0.0064
+// against 0.0088). Why it takes 31.8 us for 26 MB is not measured.
 //
 // Where it does not apply (NHWC, more than kChanValues values per channel), v16 runs v15, which
 // runs v14, then v5.
@@ -177,7 +187,7 @@ __global__ void __launch_bounds__(kChanValues / kItems) fwd_v16_channel_blocks_k
   const std::int64_t n = a.s.numel(), last = p.last + c * p.HW;
   // The pass walks the values again from the thread's number, read through a shuffle: the compiler
   // cannot see that it is t, and computes the addresses again instead of keeping the first walk's
-  // (two registers a value: 168 registers a thread at 32 values without this, 3 blocks of 128 on an SM).
+  // alive (two registers a value; the register counts are the benchmark's `regs` column).
   ChanWalk v(p, c, __shfl_sync(kFullWarp, t, lane));
 #pragma unroll
   for (int m = 0; m < kItems; ++m) {
