@@ -115,6 +115,17 @@ void check_rung(const tut::Problem<Inst>& p, const char* name, const std::vector
   tut::check_offsets(q, small_shapes(p));
 }
 
+// One rung on the four forward problems (float and half, with and without the add), on the cases
+// `shapes(p)` gives for each.
+template <class Shapes>
+void check_forward_rung(const char* name, Shapes shapes) {
+  const auto check = [&](const auto& p) { check_rung(p, name, shapes(p)); };
+  check(bn_relu_f32());
+  check(bn_add_relu_f32());
+  check(bn_relu_f16());
+  check(bn_add_relu_f16());
+}
+
 template <class Inst>
 void check_v8(const tut::Problem<Inst>& p, const char* name = "v8_cluster") {
   check_rung(p, name, v8_shapes(p));
@@ -370,19 +381,11 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("v12_resident: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
-    const auto check = [](const auto& p) { check_rung(p, "v12_resident", v12_shapes(p)); };
-    check(bn_relu_f32());
-    check(bn_add_relu_f32());
-    check(bn_relu_f16());
-    check(bn_add_relu_f16());
+    check_forward_rung("v12_resident", [](const auto& p) { return v12_shapes(p); });
   }
 
   TEST_CASE("v13_arrivals: every forward, v12's shapes, both layouts, operands moved" * tut::needs_gpu()) {
-    const auto check = [](const auto& p) { check_rung(p, "v13_arrivals", v12_shapes(p)); };
-    check(bn_relu_f32());
-    check(bn_add_relu_f32());
-    check(bn_relu_f16());
-    check(bn_add_relu_f16());
+    check_forward_rung("v13_arrivals", [](const auto& p) { return v12_shapes(p); });
   }
 
   TEST_CASE("v13_arrivals: v12's bits in every output, launch after launch on one scratch, x drawn again each time" *
@@ -397,11 +400,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("v14_shifted_sums: every forward, v12's shapes, both layouts, operands moved" * tut::needs_gpu()) {
-    const auto check = [](const auto& p) { check_rung(p, "v14_shifted_sums", v12_shapes(p)); };
-    check(bn_relu_f32());
-    check(bn_add_relu_f32());
-    check(bn_relu_f16());
-    check(bn_add_relu_f16());
+    check_forward_rung("v14_shifted_sums", [](const auto& p) { return v12_shapes(p); });
   }
 
   TEST_CASE("v14_shifted_sums: its first launch's bits, launch after launch on one scratch, x drawn again each time" *
@@ -482,11 +481,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("v16_channel_blocks: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
-    const auto check = [](const auto& p) { check_rung(p, "v16_channel_blocks", v16_shapes(p)); };
-    check(bn_relu_f32());
-    check(bn_add_relu_f32());
-    check(bn_relu_f16());
-    check(bn_add_relu_f16());
+    check_forward_rung("v16_channel_blocks", [](const auto& p) { return v16_shapes(p); });
   }
 
   TEST_CASE("v16_channel_blocks: chains, every backward on what its forward saved" * tut::needs_gpu()) {
