@@ -289,6 +289,27 @@ __device__ __forceinline__ void save_channel(const FwdArgs<T>& a, int c, Welford
   a.running_var[c] = (1.0f - a.momentum) * a.running_var[c] + a.momentum * (w.m2 / (M - 1.0f));
 }
 
+// Channel statistics over M values from sums of deviations from one of its values, K*: s1 = sum of
+// (x - K*), s2 = sum of (x - K*)^2 (v14's shifted sums): mean = K* + s1 / M, M2 = s2 - s1^2 / M,
+// the final subtraction in double.
+__device__ __forceinline__ Welford shifted_welford(std::int64_t M, float kstar, double s1, double s2) {
+  const double d = s1 / static_cast<double>(M);
+  return Welford{static_cast<float>(M), static_cast<float>(static_cast<double>(kstar) + d),
+                 static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+}
+
+// save_channel's stores, with the running statistics as the kernel loaded them at its start (rmean,
+// rvar). (Given to save_channel as arguments, their loads moved before its stores, and every
+// earlier forward's SASS changed.)
+template <class T>
+__device__ __forceinline__ void save_channel_loaded(const FwdArgs<T>& a, std::int64_t c, Welford w, float invstd, float M,
+                                                    float rmean, float rvar) {
+  a.saved_mean[c] = w.mean;
+  a.saved_invstd[c] = invstd;
+  a.running_mean[c] = (1.0f - a.momentum) * rmean + a.momentum * w.mean;
+  a.running_var[c] = (1.0f - a.momentum) * rvar + a.momentum * (w.m2 / (M - 1.0f));
+}
+
 // From channel c's statistics over M values: the saved mean and inverse std, the running
 // statistics, and the normalize pass's parameters.
 template <class T>

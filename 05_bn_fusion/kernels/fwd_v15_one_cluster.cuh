@@ -293,21 +293,12 @@ struct OneFwdDone {
   float M;  // p.M
   __device__ __forceinline__ void operator()(int c, double s1, double s2) const {
     const float gamma = sh.v[0][c], beta = sh.v[1][c], rmean = sh.v[2][c], rvar = sh.v[3][c];
-    const double d = s1 / static_cast<double>(p.M);
-    const Welford w{M, static_cast<float>(static_cast<double>(sh.v[4][c]) + d),
-                    static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+    const Welford w = shifted_welford(p.M, sh.v[4][c], s1, s2);
     const float invstd = invstd_of(w, M, a.eps);
     sh.v[0][c] = w.mean;
     sh.v[1][c] = gamma * invstd;
     sh.v[2][c] = beta;
-    // save_channel's lines with the running statistics as loaded at the start. (Given to save_channel
-    // as arguments, their loads moved before its stores, and every earlier forward's SASS changed.)
-    if (blockIdx.x == 0) {
-      a.saved_mean[c] = w.mean;
-      a.saved_invstd[c] = invstd;
-      a.running_mean[c] = (1.0f - a.momentum) * rmean + a.momentum * w.mean;
-      a.running_var[c] = (1.0f - a.momentum) * rvar + a.momentum * (w.m2 / (M - 1.0f));
-    }
+    if (blockIdx.x == 0) save_channel_loaded(a, c, w, invstd, M, rmean, rvar);
   }
 };
 

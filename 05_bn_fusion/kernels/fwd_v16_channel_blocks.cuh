@@ -170,14 +170,9 @@ __global__ void __launch_bounds__(kChanValues / kItems) fwd_v16_channel_blocks_k
       s2 += s2s[k];
     }
     const float M = static_cast<float>(p.M);
-    const double d = s1 / static_cast<double>(p.M);
-    const Welford st{M, static_cast<float>(static_cast<double>(kstar) + d), static_cast<float>(fmax(0.0, fma(-s1, d, s2)))};
+    const Welford st = shifted_welford(p.M, kstar, s1, s2);
     const float invstd = invstd_of(st, M, a.eps);
-    // save_channel's lines, with the running statistics loaded at the start.
-    a.saved_mean[c] = st.mean;
-    a.saved_invstd[c] = invstd;
-    a.running_mean[c] = (1.0f - a.momentum) * rmean + a.momentum * st.mean;
-    a.running_var[c] = (1.0f - a.momentum) * rvar + a.momentum * (st.m2 / (M - 1.0f));
+    save_channel_loaded(a, c, st, invstd, M, rmean, rvar);
     prm[0] = st.mean;
     prm[1] = gamma * invstd;
     prm[2] = beta;

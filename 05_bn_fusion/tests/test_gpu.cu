@@ -172,22 +172,28 @@ std::vector<tut::Case> v16_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 5, 32, 32}, {4096, 3, 1, 1}, {2, 7, 1, 2048}, {1, 3, 4097, 1}, {7, 9, 11, 13}});
 }
 
+// Every backward on what one forward version, `name`, saved. Checks the count of chains graded.
+template <class T, bool kAdd>
+void check_chains_from(const char* name, const std::vector<tut::Case>& cases) {
+  const auto& p = backward<T, kAdd>();
+  const auto f = only(forward<T, kAdd>(), name);
+  const tut::ProblemEntry e = tut::erase(f);  // refers to f, which outlives every use of q below
+  auto q = p;
+  q.chain.forward = [&e]() -> const tut::ProblemEntry& { return e; };
+  INFO(p.name, " on ", name, "'s saved state");
+  CHECK(tut::check_chains(q, cases) == expected_pairs(p, f) * static_cast<int>(cases.size()));
+}
+
 // The chains through v15 alone: its backward on every forward's saved state, and every backward on
 // what its forward saved. Returns nothing; checks the count of chains graded.
 template <class T, bool kAdd>
 void check_v15_chains(const std::vector<tut::Case>& cases) {
   const auto& p = backward<T, kAdd>();
-  const auto& f = forward<T, kAdd>();
   const int n = static_cast<int>(cases.size());
   INFO(p.name);
-  CHECK(tut::check_chains(only(p, "v15_one_cluster"), cases) == expected_pairs(only(p, "v15_one_cluster"), f) * n);
-  auto q = p;
-  q.chain.forward = []() -> const tut::ProblemEntry& {
-    static const auto f = only(forward<T, kAdd>(), "v15_one_cluster");
-    static const tut::ProblemEntry e = tut::erase(f);
-    return e;
-  };
-  CHECK(tut::check_chains(q, cases) == expected_pairs(p, only(f, "v15_one_cluster")) * n);
+  CHECK(tut::check_chains(only(p, "v15_one_cluster"), cases) ==
+        expected_pairs(only(p, "v15_one_cluster"), forward<T, kAdd>()) * n);
+  check_chains_from<T, kAdd>("v15_one_cluster", cases);
 }
 
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
@@ -488,24 +494,10 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NCHW"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {4096, 3, 1, 1}, "NCHW"));
-    const auto chains = [&](auto tag) {
-      using T = typename decltype(tag)::first_type;
-      constexpr bool kAdd = decltype(tag)::second_type::value;
-      const auto& p = backward<T, kAdd>();
-      auto q = p;
-      q.chain.forward = []() -> const tut::ProblemEntry& {
-        static const auto f = only(forward<T, kAdd>(), "v16_channel_blocks");
-        static const tut::ProblemEntry e = tut::erase(f);
-        return e;
-      };
-      INFO(p.name);
-      CHECK(tut::check_chains(q, cases) ==
-            expected_pairs(p, only(forward<T, kAdd>(), "v16_channel_blocks")) * static_cast<int>(cases.size()));
-    };
-    chains(std::pair<float, std::false_type>{});
-    chains(std::pair<float, std::true_type>{});
-    chains(std::pair<__half, std::false_type>{});
-    chains(std::pair<__half, std::true_type>{});
+    check_chains_from<float, false>("v16_channel_blocks", cases);
+    check_chains_from<float, true>("v16_channel_blocks", cases);
+    check_chains_from<__half, false>("v16_channel_blocks", cases);
+    check_chains_from<__half, true>("v16_channel_blocks", cases);
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
