@@ -41,6 +41,7 @@
 #include "kernels/fwd_v14_shifted_sums.cuh"
 #include "kernels/fwd_v15_one_cluster.cuh"
 #include "kernels/fwd_v16_channel_blocks.cuh"
+#include "kernels/fwd_v17_split_pass.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -236,6 +237,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "NCHW, few values a channel: a block per channel, its values in registers, one launch",
                                             &fwd_v16_channel_blocks<T, kAdd>, &fwd_v13_scratch_bytes<T>,
                                             fwd_v16_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v17_split_pass",
+                                            "v4's statistics, then the pass as a plain grid back to front, its x loaded before it waits",
+                                            &fwd_v17_split_pass<T, kAdd>, &fwd_v4_scratch_bytes<T>,
+                                            fwd_v17_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

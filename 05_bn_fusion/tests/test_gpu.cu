@@ -172,6 +172,16 @@ std::vector<tut::Case> v16_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, {{4, 5, 32, 32}, {4096, 3, 1, 1}, {2, 7, 1, 2048}, {1, 3, 4097, 1}, {7, 9, 11, 13}});
 }
 
+// v17's cuts beyond shapes(): fewer elements than one chunk of the pass (1x3x5x1: only the tail),
+// a unit of chunks cut short, NCHW runs that packs straddle (11x13), C = 12 in NHWC (a pack's
+// channels wrap mid-row every third pack); and, outside the sanitizers, the shape it was made for.
+template <class Inst>
+std::vector<tut::Case> v17_shapes(const tut::Problem<Inst>& p) {
+  std::vector<Dims> dims = {{1, 3, 5, 1}, {3, 5, 11, 13}, {4, 12, 33, 31}, {2, 64, 30, 30}};
+  if (!tut::under_sanitizer()) dims.push_back({64, 64, 112, 112});
+  return shapes_plus(p, dims);
+}
+
 // Every backward on what one forward version, `name`, saved. Checks the count of chains graded.
 template <class T, bool kAdd>
 void check_chains_from(const char* name, const std::vector<tut::Case>& cases) {
@@ -179,7 +189,7 @@ void check_chains_from(const char* name, const std::vector<tut::Case>& cases) {
   const auto f = only(forward<T, kAdd>(), name);
   const tut::ProblemEntry e = tut::erase(f);  // refers to f, which outlives every use of q below
   auto q = p;
-  q.chain.forward = [&e]() -> const tut::ProblemEntry& { return e; };
+  q.chain.forward = [pe = &e]() -> const tut::ProblemEntry& { return *pe; };
   INFO(p.name, " on ", name, "'s saved state");
   CHECK(tut::check_chains(q, cases) == expected_pairs(p, f) * static_cast<int>(cases.size()));
 }
@@ -275,9 +285,9 @@ void check_bits(const tut::Problem<Inst>& p, const std::vector<Dims>& dims, cons
       redraw_x(*inst, 1000 + static_cast<std::uint64_t>(k));
       const auto want = bytes_after(model ? *tm : tut::make_trial(named(name), *inst), *inst);
       const auto got = bytes_after(tn, *inst);
-      for (const auto& [n, bytes] : want) {
-        INFO(n, ", launch ", k);
-        CHECK(got.at(n) == bytes);
+      for (const auto& out : want) {  // (not a structured binding: INFO captures the name)
+        INFO(out.first, ", launch ", k);
+        CHECK(got.at(out.first) == out.second);
       }
     }
   }
@@ -500,6 +510,20 @@ TEST_SUITE("gpu") {
     check_chains_from<__half, true>("v16_channel_blocks", cases);
   }
 
+  TEST_CASE("v17_split_pass: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
+  }
+
+  TEST_CASE("v17_split_pass: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
+    check_chains_from<float, false>("v17_split_pass", cases);
+    check_chains_from<float, true>("v17_split_pass", cases);
+    check_chains_from<__half, false>("v17_split_pass", cases);
+    check_chains_from<__half, true>("v17_split_pass", cases);
+  }
+
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     if (!tut::under_sanitizer()) {
@@ -575,6 +599,11 @@ TEST_SUITE("large") {
       if (v.name == "v2_layout_aware" || v.name == "v3_single_read" || v.name == "v5_onchip_cache" || v.name == "v6_balanced")
         keep.push_back(v);
     p.versions = keep;
+    for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
+  }
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v17, its pass's chunks and mask bytes past 2^31" *
+            tut::needs_gpu_memory(std::size_t{40} << 30)) {
+    const auto p = only(bn_relu_f32(), "v17_split_pass");
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
   TEST_CASE("past 2^31 elements: bn_relu_f32 v16, a block for each of 2^20 + 1 channels of 2 x 1024 values" *
