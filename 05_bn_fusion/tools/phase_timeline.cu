@@ -630,8 +630,8 @@ void run_one_cluster(const char* name, Shape4 s, bool flush, Args... args) {
 int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "sweep";
   if (set != "sweep" && set != "v6" && set != "half" && set != "v12" && set != "v13" && set != "parts" && set != "merge" &&
-      set != "v15") {
-    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts|merge|v15]\n");
+      set != "v15" && set != "blocks") {
+    std::fprintf(stderr, "usage: phase_timeline [sweep|v6|half|v12|v13|parts|merge|v15|blocks]\n");
     return 2;
   }
   int devices = 0;
@@ -641,6 +641,26 @@ int main(int argc, char** argv) {
   }
   const Shape4 big{64, 64, 112 * 112, Layout::nhwc}, small{16, 32, 112 * 112, Layout::nhwc};
   const Shape4 bigc{64, 64, 112 * 112, Layout::nchw};
+  if (set == "blocks") {  // v4 and v5 at 4, 3 and 2 blocks per SM, phase 1 unrolled further (p1u8, p1u4), large shapes
+    const Shape4 mid{128, 64, 56 * 56, Layout::nhwc};
+    Buffers<float> b(big.numel(), 64);
+    for (const Shape4& s : {big, bigc, mid}) {
+      const std::string n = (s.N == 64 ? std::string("64x64 ") : std::string("128x64x56x56 ")) +
+                            (s.layout == Layout::nhwc ? "NHWC" : "NCHW");
+      run_v3(("fwd f32 " + n + " v3").c_str(), b, s, true);
+      run_fwd<4, float, false, NoCache<4>>(("fwd f32 " + n + " v4<4>").c_str(), b, s, 0);
+      run_fwd<4, float, false, NoCache<3>>(("fwd f32 " + n + " v4<3>").c_str(), b, s, 0);
+      run_fwd<4, float, false, NoCache<2>>(("fwd f32 " + n + " v4<2>").c_str(), b, s, 0);
+      run_fwd<4, float, false, NoCache<3>, 8>(("fwd f32 " + n + " v4<3> p1u8").c_str(), b, s, 0);
+      run_fwd<4, float, false, NoCache<2>, 8>(("fwd f32 " + n + " v4<2> p1u8").c_str(), b, s, 0);
+      run_fwd<4, float, false, SmemCache<float, 1, 3>>(("fwd f32 " + n + " v5<3>").c_str(), b, s, -1);
+    }
+    Buffers<__half> h(big.numel(), 64);
+    run_fwd<8, __half, false, NoCache<3>>("fwd f16 64x64 NHWC v4<3>", h, big, 0);
+    run_fwd<8, __half, false, NoCache<2>>("fwd f16 64x64 NHWC v4<2>", h, big, 0);
+    run_fwd<8, __half, false, NoCache<2>, 4>("fwd f16 64x64 NHWC v4<2> p1u4", h, big, 0);
+    return 0;
+  }
   if (set == "half") {
     Buffers<__half> h(big.numel(), 64);
     run_v3("fwd f16 64x64 NHWC v3", h, big, true);
