@@ -194,16 +194,16 @@ void check_chains_from(const char* name, const std::vector<tut::Case>& cases) {
   CHECK(tut::check_chains(q, cases) == expected_pairs(p, f) * static_cast<int>(cases.size()));
 }
 
-// The chains through v15 alone: its backward on every forward's saved state, and every backward on
-// what its forward saved. Returns nothing; checks the count of chains graded.
+// The chains through one version that has both a forward and a backward (v15, v17): its backward on
+// every forward's saved state, and every backward on what its forward saved. Checks the count of
+// chains graded.
 template <class T, bool kAdd>
-void check_v15_chains(const std::vector<tut::Case>& cases) {
+void check_chains_through(const char* name, const std::vector<tut::Case>& cases) {
   const auto& p = backward<T, kAdd>();
   const int n = static_cast<int>(cases.size());
-  INFO(p.name);
-  CHECK(tut::check_chains(only(p, "v15_one_cluster"), cases) ==
-        expected_pairs(only(p, "v15_one_cluster"), forward<T, kAdd>()) * n);
-  check_chains_from<T, kAdd>("v15_one_cluster", cases);
+  INFO(p.name, " through ", name);
+  CHECK(tut::check_chains(only(p, name), cases) == expected_pairs(only(p, name), forward<T, kAdd>()) * n);
+  check_chains_from<T, kAdd>(name, cases);
 }
 
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
@@ -481,10 +481,10 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NHWC"));
-    check_v15_chains<float, false>(cases);
-    check_v15_chains<float, true>(cases);
-    check_v15_chains<__half, false>(cases);
-    check_v15_chains<__half, true>(cases);
+    check_chains_through<float, false>("v15_one_cluster", cases);
+    check_chains_through<float, true>("v15_one_cluster", cases);
+    check_chains_through<__half, false>("v15_one_cluster", cases);
+    check_chains_through<__half, true>("v15_one_cluster", cases);
   }
 
   TEST_CASE("v15_one_cluster: its first launch's bits, launch after launch, x drawn again each time" * tut::needs_gpu()) {
@@ -510,18 +510,24 @@ TEST_SUITE("gpu") {
     check_chains_from<__half, true>("v16_channel_blocks", cases);
   }
 
-  TEST_CASE("v17_split_pass: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
+  TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
+    const auto check = [](const auto& p) { check_rung(p, "v17_split_pass", v17_shapes(p)); };
+    check(bn_relu_backward_f32());
+    check(bn_add_relu_backward_f32());
+    check(bn_relu_backward_f16());
+    check(bn_add_relu_backward_f16());
   }
 
-  TEST_CASE("v17_split_pass: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+  TEST_CASE("v17_split_pass: chains, its backward on every forward's state and every backward on its forward's" *
+            tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_from<float, false>("v17_split_pass", cases);
-    check_chains_from<float, true>("v17_split_pass", cases);
-    check_chains_from<__half, false>("v17_split_pass", cases);
-    check_chains_from<__half, true>("v17_split_pass", cases);
+    check_chains_through<float, false>("v17_split_pass", cases);
+    check_chains_through<float, true>("v17_split_pass", cases);
+    check_chains_through<__half, false>("v17_split_pass", cases);
+    check_chains_through<__half, true>("v17_split_pass", cases);
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
@@ -605,6 +611,15 @@ TEST_SUITE("large") {
             tut::needs_gpu_memory(std::size_t{40} << 30)) {
     const auto p = only(bn_relu_f32(), "v17_split_pass");
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
+  }
+  TEST_CASE("past 2^31 elements: bn_relu_backward_f32 v17, its dx pass's chunks and mask words past 2^31" *
+            tut::needs_gpu_memory(std::size_t{40} << 30)) {
+    // The saved state from v17's forward: the chain's default forward (v0) indexes in 32 bits.
+    const auto f = only(bn_relu_f32(), "v17_split_pass");
+    const tut::ProblemEntry e = tut::erase(f);
+    auto p = only(bn_relu_backward_f32(), "v17_split_pass");
+    p.chain.forward = [pe = &e]() -> const tut::ProblemEntry& { return *pe; };
+    tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, "NHWC"));
   }
   TEST_CASE("past 2^31 elements: bn_relu_f32 v16, a block for each of 2^20 + 1 channels of 2 x 1024 values" *
             tut::needs_gpu_memory(std::size_t{40} << 30)) {
