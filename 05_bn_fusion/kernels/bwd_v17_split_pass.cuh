@@ -81,31 +81,11 @@ __global__ void __launch_bounds__(kBlock)
   if (w == 0) bwd_apply_tail<T, kAdd>(a, p, map, chunks * 32 * V, lane);
 }
 
-// The two launches, as fwd v17's. Vs: the sums' elements per load; Va: the dx pass's.
+// The two launches, as fwd v17's (v17_launch). Vs: the sums' elements per load; Va: the dx pass's.
 template <int Vs, int Va, class T, bool kAdd, int kChunks>
-void bwd_v17_launch(cudaStream_t st, BwdArgs<T> a, void* ws) {
-  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(GradSums)), 0);
-  const void* stats = reinterpret_cast<const void*>(&bwd_v17_stats_kernel<Vs, T>);
-  const int grid = own_grid<NoCache<kOwnBlocksBwd>>(stats, 0, "bwd_v17_split_pass");
-  V3Plan plan = v3_plan(a.s, Vs, grid);
-  ChannelParams p = sc.params_at(ws);
-  GradSums* partials = sc.partials_at<GradSums>(ws);
-  void* args[] = {&a, &p, &partials, &plan};
-  TUT_CUDA(cudaLaunchCooperativeKernel(stats, grid, kBlock, args, 0, st));
-
-  const std::int64_t chunks = a.s.numel() / (32 * Va);
-  const std::int64_t units = std::max<std::int64_t>(1, (chunks + kChunks - 1) / kChunks);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid_of((units + kWarps - 1) / kWarps, "bwd_v17_split_pass"));
-  cfg.blockDim = dim3(kBlock);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_supported() ? 1 : 0;
-  TUT_CUDA(cudaLaunchKernelEx(&cfg, &bwd_v17_pass_kernel<Va, T, kAdd, kChunks>, a, p, ChannelMap(a.s), chunks, units));
+void bwd_v17_launch(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
+  v17_launch<T, kOwnBlocksBwd, Vs, Va, kChunks, GradSums>(st, a, ws, &bwd_v17_stats_kernel<Vs, T>,
+                                                          &bwd_v17_pass_kernel<Va, T, kAdd, kChunks>, "bwd_v17_split_pass");
 }
 
 template <class T, bool kAdd, int kChunks = kV17BwdChunks>

@@ -362,19 +362,9 @@ void fwd_v11_launch(cudaStream_t st, const FwdArgs<T>& a, const V9Plan& plan, fl
   const unsigned grid = grid_of(plan.groups * plan.Q, "fwd_v11_early_loads");
   fwd_v11_stats_kernel<T, V, kV11StatsItems<T, V>, kWalk><<<grid, kBlock, 0, st>>>(a, plan, partials);
   TUT_CHECK_LAUNCH("fwd_v11_stats_kernel");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kBlock);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_supported() ? 1 : 0;
   const float4* cpartials = partials;
-  TUT_CUDA(cudaLaunchKernelEx(&cfg, &fwd_v11_apply_kernel<T, V, kV11PassItems<T, V, kAdd>, kAdd, kWalk, kBytes>, a,
-                              plan, cpartials));
+  launch_dependent(st, grid, &fwd_v11_apply_kernel<T, V, kV11PassItems<T, V, kAdd>, kAdd, kWalk, kBytes>,
+                   "dependent launch of fwd_v11_apply_kernel", a, plan, cpartials);
 }
 
 template <class T, bool kAdd>

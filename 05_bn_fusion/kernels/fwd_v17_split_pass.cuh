@@ -125,34 +125,32 @@ __global__ void __launch_bounds__(kBlock)
   if (w == 0) fwd_apply_tail<T, kAdd>(a, p, map, chunks * 32 * V, lane);
 }
 
-// The two launches: the statistics cooperatively in v4's grid, then the pass with the dependent
-// launch's attribute (an ordinary second launch before sm_90). Vs: the statistics' elements per
-// load (x aligned, and in NCHW runs of whole packs); Va: the pass's (x, y and r aligned).
-template <int Vs, int Va, class T, bool kAdd, int kChunks, bool kBytes, int kBlocks, int kU>
-void fwd_v17_launch(cudaStream_t st, FwdArgs<T> a, void* ws) {
-  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(Welford)), 0);
-  constexpr int kUs = Vs == 1 ? kUnrollFor<1> : kU;
-  const void* stats = reinterpret_cast<const void*>(&fwd_v17_stats_kernel<Vs, T, kBlocks, kUs>);
-  const int grid = own_grid<NoCache<kBlocks>>(stats, 0, "fwd_v17_split_pass");
+// The two launches of v17's forward and backward: `stats` (partials of type S) cooperatively in a
+// grid of kBlocks blocks per SM, with Vs elements per load; then `pass` over the whole chunks of 32
+// packs of Va elements, kChunks a warp, as a dependent launch (an ordinary second launch before
+// sm_90). `who` names them in an error.
+template <class T, int kBlocks, int Vs, int Va, int kChunks, class S, class Args>
+void v17_launch(cudaStream_t st, Args a, void* ws, void (*stats)(Args, ChannelParams, S*, V3Plan),
+                void (*pass)(Args, ChannelParams, ChannelMap, std::int64_t, std::int64_t), const char* who) {
+  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(S)), 0);
+  const void* kernel = reinterpret_cast<const void*>(stats);
+  const int grid = own_grid<NoCache<kBlocks>>(kernel, 0, who);
   V3Plan plan = v3_plan(a.s, Vs, grid);
   ChannelParams p = sc.params_at(ws);
-  Welford* partials = sc.partials_at<Welford>(ws);
+  S* partials = sc.partials_at<S>(ws);
   void* args[] = {&a, &p, &partials, &plan};
-  TUT_CUDA(cudaLaunchCooperativeKernel(stats, grid, kBlock, args, 0, st));
-
+  ::tut::check_cuda(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, 0, st), who, __FILE__, __LINE__);
   const std::int64_t chunks = a.s.numel() / (32 * Va);
   const std::int64_t units = std::max<std::int64_t>(1, (chunks + kChunks - 1) / kChunks);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid_of((units + kWarps - 1) / kWarps, "fwd_v17_split_pass"));
-  cfg.blockDim = dim3(kBlock);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_supported() ? 1 : 0;
-  TUT_CUDA(cudaLaunchKernelEx(&cfg, &fwd_v17_pass_kernel<Va, T, kAdd, kChunks, kBytes && Va != 1>, a, p, ChannelMap(a.s), chunks, units));
+  launch_dependent(st, grid_of((units + kWarps - 1) / kWarps, who), pass, who, a, p, ChannelMap(a.s), chunks, units);
+}
+
+template <int Vs, int Va, class T, bool kAdd, int kChunks, bool kBytes, int kBlocks, int kU>
+void fwd_v17_launch(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
+  constexpr int kUs = Vs == 1 ? kUnrollFor<1> : kU;
+  v17_launch<T, kBlocks, Vs, Va, kChunks, Welford>(st, a, ws, &fwd_v17_stats_kernel<Vs, T, kBlocks, kUs>,
+                                                   &fwd_v17_pass_kernel<Va, T, kAdd, kChunks, kBytes && Va != 1>,
+                                                   "fwd_v17_split_pass");
 }
 
 template <class T, bool kAdd, int kChunks = kV17Chunks, bool kBytes = true, int kBlocks = kV17Blocks,

@@ -414,12 +414,11 @@ inline bool pdl_supported() {
   return major >= 9;
 }
 
-template <class T, int V, bool kAdd, V9Walk kWalk, bool kBytes>
-void fwd_v9_launch(cudaStream_t st, const FwdArgs<T>& a, const V9Plan& plan, Welford* partials) {
-  constexpr int R = kV9Items<V>;
-  const unsigned grid = grid_of(plan.groups * plan.Q, "fwd_v9_two_launches");
-  fwd_v9_stats_kernel<T, V, R, kWalk><<<grid, kBlock, 0, st>>>(a, plan, partials);
-  TUT_CHECK_LAUNCH("fwd_v9_stats_kernel");
+// `kernel` on `grid` blocks of kBlock threads in stream `st`, after the launch before it, with the
+// dependent launch's attribute where the GPU has it: its blocks may start once every block of the
+// launch before has called griddepcontrol.launch_dependents (or ended). `who` names it in an error.
+template <class... Params, class... Args>
+void launch_dependent(cudaStream_t st, unsigned grid, void (*kernel)(Params...), const char* who, Args... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(kBlock);
@@ -430,8 +429,18 @@ void fwd_v9_launch(cudaStream_t st, const FwdArgs<T>& a, const V9Plan& plan, Wel
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = pdl_supported() ? 1 : 0;
+  ::tut::check_cuda(cudaLaunchKernelEx(&cfg, kernel, args...), who, __FILE__, __LINE__);
+}
+
+template <class T, int V, bool kAdd, V9Walk kWalk, bool kBytes>
+void fwd_v9_launch(cudaStream_t st, const FwdArgs<T>& a, const V9Plan& plan, Welford* partials) {
+  constexpr int R = kV9Items<V>;
+  const unsigned grid = grid_of(plan.groups * plan.Q, "fwd_v9_two_launches");
+  fwd_v9_stats_kernel<T, V, R, kWalk><<<grid, kBlock, 0, st>>>(a, plan, partials);
+  TUT_CHECK_LAUNCH("fwd_v9_stats_kernel");
   const Welford* cpartials = partials;
-  TUT_CUDA(cudaLaunchKernelEx(&cfg, &fwd_v9_apply_kernel<T, V, kV9PassItems<V, kWalk>, kAdd, kWalk, kBytes>, a, plan, cpartials));
+  launch_dependent(st, grid, &fwd_v9_apply_kernel<T, V, kV9PassItems<V, kWalk>, kAdd, kWalk, kBytes>,
+                   "dependent launch of fwd_v9_apply_kernel", a, plan, cpartials);
 }
 
 // The plan's form as template arguments: launch(V, walk, bytes), each a std::integral_constant, V
