@@ -126,6 +126,16 @@ void check_forward_rung(const char* name, Shapes shapes) {
   check(bn_add_relu_f16());
 }
 
+// One rung on the four backward problems, as check_forward_rung.
+template <class Shapes>
+void check_backward_rung(const char* name, Shapes shapes) {
+  const auto check = [&](const auto& p) { check_rung(p, name, shapes(p)); };
+  check(bn_relu_backward_f32());
+  check(bn_add_relu_backward_f32());
+  check(bn_relu_backward_f16());
+  check(bn_add_relu_backward_f16());
+}
+
 template <class Inst>
 void check_v8(const tut::Problem<Inst>& p, const char* name = "v8_cluster") {
   check_rung(p, name, v8_shapes(p));
@@ -466,15 +476,8 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("v15_one_cluster: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
-    const auto check = [](const auto& p) { check_rung(p, "v15_one_cluster", v15_shapes(p)); };
-    check(bn_relu_f32());
-    check(bn_add_relu_f32());
-    check(bn_relu_f16());
-    check(bn_add_relu_f16());
-    check(bn_relu_backward_f32());
-    check(bn_add_relu_backward_f32());
-    check(bn_relu_backward_f16());
-    check(bn_add_relu_backward_f16());
+    check_forward_rung("v15_one_cluster", [](const auto& p) { return v15_shapes(p); });
+    check_backward_rung("v15_one_cluster", [](const auto& p) { return v15_shapes(p); });
   }
 
   TEST_CASE("v15_one_cluster: chains, its backward on every forward's state and every backward on its forward's" *
@@ -512,11 +515,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
-    const auto check = [](const auto& p) { check_rung(p, "v17_split_pass", v17_shapes(p)); };
-    check(bn_relu_backward_f32());
-    check(bn_add_relu_backward_f32());
-    check(bn_relu_backward_f16());
-    check(bn_add_relu_backward_f16());
+    check_backward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
   }
 
   TEST_CASE("v17_split_pass: chains, its backward on every forward's state and every backward on its forward's" *
