@@ -92,11 +92,9 @@ template <class T, bool kAdd, int kChunks = kV17BwdChunks>
 void bwd_v17_split_pass(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   check_shape(a.s, "bwd_v17_split_pass");
   constexpr int V = kPack<T>;
-  const bool vs = stats_packs_ok<T>(a.s, a.x) && aligned16(a.dy), va = bwd_apply_packs_ok<T, kAdd>(a);
-  if (vs && va) bwd_v17_launch<V, V, T, kAdd, kChunks>(st, a, ws);
-  else if (vs) bwd_v17_launch<V, 1, T, kAdd, kChunks>(st, a, ws);
-  else if (va) bwd_v17_launch<1, V, T, kAdd, kChunks>(st, a, ws);
-  else bwd_v17_launch<1, 1, T, kAdd, kChunks>(st, a, ws);
+  with_packs<V>(bwd_stats_packs_ok<T>(a), bwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
+    bwd_v17_launch<decltype(vs)::value, decltype(va)::value, T, kAdd, kChunks>(st, a, ws);
+  });
 }
 
 template <class T, bool kAdd, int kChunks = kV17BwdChunks>

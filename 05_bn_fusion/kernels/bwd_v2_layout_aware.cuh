@@ -194,13 +194,18 @@ template <class T, bool kAdd>
 bool bwd_apply_packs_ok(const BwdArgs<T>& a) {
   return aligned16(a.dy) && aligned16(a.x) && aligned16(a.dx) && (!kAdd || aligned16(a.dr));
 }
+// The sums read dy and x in packs: both aligned, and in NCHW runs of whole packs.
+template <class T>
+bool bwd_stats_packs_ok(const BwdArgs<T>& a) {
+  return stats_packs_ok<T>(a.s, a.x) && aligned16(a.dy);
+}
 
 template <class T, bool kAdd>
 void bwd_v2_layout_aware(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   check_shape(a.s, "bwd_v2_layout_aware");
   constexpr int V = kPack<T>;
   const Scratch sc(a.s.C, fwd_v2_partial_bytes(a.s, V) / sizeof(Welford) * sizeof(GradSums), 0);
-  if (stats_packs_ok<T>(a.s, a.x) && aligned16(a.dy)) bwd_v2_sums<V, T>(st, a, sc, ws);
+  if (bwd_stats_packs_ok<T>(a)) bwd_v2_sums<V, T>(st, a, sc, ws);
   else bwd_v2_sums<1, T>(st, a, sc, ws);
   if (bwd_apply_packs_ok<T, kAdd>(a)) bwd_v2_apply<V, T, kAdd>(st, a, sc.params_at(ws));
   else bwd_v2_apply<1, T, kAdd>(st, a, sc.params_at(ws));

@@ -73,11 +73,9 @@ void bwd_v3_single_read(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   check_shape(a.s, "bwd_v3_single_read");
   constexpr int V = kPack<T>;
   const Scratch sc(a.s.C, v3_partial_bytes(a.s, V, sizeof(GradSums)), 0);
-  const bool vs = stats_packs_ok<T>(a.s, a.x) && aligned16(a.dy), va = bwd_apply_packs_ok<T, kAdd>(a);
-  if (vs && va) bwd_v3_launch<V, V, T, kAdd>(st, a, sc, ws);
-  else if (vs) bwd_v3_launch<V, 1, T, kAdd>(st, a, sc, ws);
-  else if (va) bwd_v3_launch<1, V, T, kAdd>(st, a, sc, ws);
-  else bwd_v3_launch<1, 1, T, kAdd>(st, a, sc, ws);
+  with_packs<V>(bwd_stats_packs_ok<T>(a), bwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
+    bwd_v3_launch<decltype(vs)::value, decltype(va)::value, T, kAdd>(st, a, sc, ws);
+  });
 }
 
 template <class T, bool kAdd>

@@ -43,8 +43,7 @@ void fwd_v10_cluster_narrow(cudaStream_t st, const FwdArgs<T>& a, void*) {
   check_shape(a.s, "fwd_v10_cluster_narrow");
   require_clusters("fwd_v10_cluster_narrow");
   constexpr int V = kPack<T>, R = kNarrowItems<V>, R1 = kNarrowItems<1>, B = kNarrowBlocksPerSm<T>;
-  const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && aligned16(a.x) && aligned16(a.y) &&
-                     (!kAdd || aligned16(a.r));
+  const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && fwd_apply_packs_ok<T, kAdd>(a);
   const char* who = "fwd_v10_cluster_narrow";
   if (packs) {
     const ClusterPlan plan = cluster_plan(a.s, V, R);

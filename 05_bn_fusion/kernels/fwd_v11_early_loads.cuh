@@ -371,7 +371,7 @@ template <class T, bool kAdd>
 void fwd_v11_early_loads(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v11_early_loads");
   constexpr int Vp = kPack<T>;
-  const bool packs = aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
+  const bool packs = fwd_apply_packs_ok<T, kAdd>(a);
   const V9Plan plan = v9_plan(a.s, packs, Vp, kV11FlatPartials);
   auto* partials = static_cast<float4*>(ws);
   with_v9_form<Vp>(plan, a.s.C, [&](auto v, auto walk, auto bytes) {

@@ -158,11 +158,9 @@ template <class T, bool kAdd, int kChunks = kV17Chunks, bool kBytes = true, int 
 void fwd_v17_split_pass(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v17_split_pass");
   constexpr int V = kPack<T>;
-  const bool vs = stats_packs_ok<T>(a.s, a.x), va = aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
-  if (vs && va) fwd_v17_launch<V, V, T, kAdd, kChunks, kBytes, kBlocks, kU>(st, a, ws);
-  else if (vs) fwd_v17_launch<V, 1, T, kAdd, kChunks, kBytes, kBlocks, kU>(st, a, ws);
-  else if (va) fwd_v17_launch<1, V, T, kAdd, kChunks, kBytes, kBlocks, kU>(st, a, ws);
-  else fwd_v17_launch<1, 1, T, kAdd, kChunks, kBytes, kBlocks, kU>(st, a, ws);
+  with_packs<V>(stats_packs_ok<T>(a.s, a.x), fwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
+    fwd_v17_launch<decltype(vs)::value, decltype(va)::value, T, kAdd, kChunks, kBytes, kBlocks, kU>(st, a, ws);
+  });
 }
 
 template <class T, bool kAdd, int kChunks = kV17Chunks, bool kBytes = true, int kBlocks = kV17Blocks,

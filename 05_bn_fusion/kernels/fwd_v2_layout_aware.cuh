@@ -212,6 +212,23 @@ template <class T>
 bool stats_packs_ok(const Shape4& s, const void* x) {
   return aligned16(x) && (s.layout == Layout::nhwc || s.HW % kPack<T> == 0);
 }
+template <class T, bool kAdd>
+bool fwd_apply_packs_ok(const FwdArgs<T>& a) {
+  return aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
+}
+
+// launch(Vs, Va), Vs = V where `vs` else 1 and Va = V where `va` else 1, each a
+// std::integral_constant: the elements per load of a statistics phase and of a pass, 16-byte packs
+// where the pointers allow (versions 3 and 17, forward and backward).
+template <int V, class Launch>
+void with_packs(bool vs, bool va, Launch&& launch) {
+  using P = std::integral_constant<int, V>;
+  using One = std::integral_constant<int, 1>;
+  if (vs && va) launch(P{}, P{});
+  else if (vs) launch(P{}, One{});
+  else if (va) launch(One{}, P{});
+  else launch(One{}, One{});
+}
 
 template <class T, bool kAdd>
 void fwd_v2_layout_aware(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
@@ -220,7 +237,7 @@ void fwd_v2_layout_aware(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   const Scratch sc(a.s.C, fwd_v2_partial_bytes(a.s, V), 0);
   if (stats_packs_ok<T>(a.s, a.x)) fwd_v2_stats<V, T>(st, a, sc, ws);
   else fwd_v2_stats<1, T>(st, a, sc, ws);
-  if (aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r))) fwd_v2_apply<V, T, kAdd>(st, a, sc.params_at(ws));
+  if (fwd_apply_packs_ok<T, kAdd>(a)) fwd_v2_apply<V, T, kAdd>(st, a, sc.params_at(ws));
   else fwd_v2_apply<1, T, kAdd>(st, a, sc.params_at(ws));
 }
 

@@ -157,11 +157,9 @@ void fwd_v3_single_read(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v3_single_read");
   constexpr int V = kPack<T>;
   const Scratch sc(a.s.C, v3_partial_bytes(a.s, V, sizeof(Welford)), 0);
-  const bool vs = stats_packs_ok<T>(a.s, a.x), va = aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
-  if (vs && va) fwd_v3_launch<V, V, T, kAdd>(st, a, sc, ws);
-  else if (vs) fwd_v3_launch<V, 1, T, kAdd>(st, a, sc, ws);
-  else if (va) fwd_v3_launch<1, V, T, kAdd>(st, a, sc, ws);
-  else fwd_v3_launch<1, 1, T, kAdd>(st, a, sc, ws);
+  with_packs<V>(stats_packs_ok<T>(a.s, a.x), fwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
+    fwd_v3_launch<decltype(vs)::value, decltype(va)::value, T, kAdd>(st, a, sc, ws);
+  });
 }
 
 template <class T, bool kAdd>

@@ -397,7 +397,7 @@ void fwd_own_launch(cudaStream_t st, FwdArgs<T> a, const Scratch& sc, void* ws, 
 
 template <class T, bool kAdd>
 bool own_packs_ok(const FwdArgs<T>& a) {
-  return stats_packs_ok<T>(a.s, a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
+  return stats_packs_ok<T>(a.s, a.x) && fwd_apply_packs_ok<T, kAdd>(a);
 }
 
 // Blocks of 256 threads per SM for versions 4 and 5: the most at which phase 3's loop keeps all it

@@ -420,8 +420,7 @@ void fwd_v8_cluster(cudaStream_t st, const FwdArgs<T>& a, void*) {
   check_shape(a.s, "fwd_v8_cluster");
   require_clusters("fwd_v8_cluster");
   constexpr int V = kPack<T>, R = kFwdRegItems<V>, R1 = kFwdRegItems<1>;
-  const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && aligned16(a.x) && aligned16(a.y) &&
-                     (!kAdd || aligned16(a.r));
+  const bool packs = a.s.layout == Layout::nhwc && a.s.C % V == 0 && fwd_apply_packs_ok<T, kAdd>(a);
   const char* who = "fwd_v8_cluster";
   if (packs) {
     const ClusterPlan plan = cluster_plan(a.s, V, R);
