@@ -192,14 +192,21 @@ std::vector<tut::Case> v17_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, dims);
 }
 
+// Backward problem `p` with its chains' saved state from `e` (a forward problem erased; it must
+// outlive every use of the result) instead of the problem's default forward.
+template <class Inst>
+tut::Problem<Inst> chained_to(tut::Problem<Inst> p, const tut::ProblemEntry& e) {
+  p.chain.forward = [pe = &e]() -> const tut::ProblemEntry& { return *pe; };
+  return p;
+}
+
 // Every backward on what one forward version, `name`, saved. Checks the count of chains graded.
 template <class T, bool kAdd>
 void check_chains_from(const char* name, const std::vector<tut::Case>& cases) {
   const auto& p = backward<T, kAdd>();
   const auto f = only(forward<T, kAdd>(), name);
   const tut::ProblemEntry e = tut::erase(f);  // refers to f, which outlives every use of q below
-  auto q = p;
-  q.chain.forward = [pe = &e]() -> const tut::ProblemEntry& { return *pe; };
+  const auto q = chained_to(p, e);
   INFO(p.name, " on ", name, "'s saved state");
   CHECK(tut::check_chains(q, cases) == expected_pairs(p, f) * static_cast<int>(cases.size()));
 }
@@ -616,8 +623,7 @@ TEST_SUITE("large") {
     // The saved state from v17's forward: the chain's default forward (v0) indexes in 32 bits.
     const auto f = only(bn_relu_f32(), "v17_split_pass");
     const tut::ProblemEntry e = tut::erase(f);
-    auto p = only(bn_relu_backward_f32(), "v17_split_pass");
-    p.chain.forward = [pe = &e]() -> const tut::ProblemEntry& { return *pe; };
+    const auto p = chained_to(only(bn_relu_backward_f32(), "v17_split_pass"), e);
     tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, "NHWC"));
   }
   TEST_CASE("past 2^31 elements: bn_relu_f32 v16, a block for each of 2^20 + 1 channels of 2 x 1024 values" *
