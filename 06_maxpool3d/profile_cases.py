@@ -73,6 +73,14 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
+    # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
+    # memory-bound cases the H200 left under 0.85 of copy.
+    ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),
+    ("v11_ceil_cl", F, CEIL33 + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
+    ("v11_k4s4_cl", F, K4S4 + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
+    ("v11_k8s8_cl", F, K8S8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),
+    ("v11_k2s3_cl", F, K2S3 + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
+    ("v11_thin_cl", F, THIN + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
     # The memory-bound suite cases the H200 leaves under 0.85 of copy, with auto's version there.
     ("gap_k8s8", F, K8S8, ["v4_layout_ncdt"]),
     ("gap_ceil", F, CEIL33, ["v2_interior_border", "v5_layout_dhw"]),

@@ -48,6 +48,7 @@
 #include "kernels/fwd_v8_wide_loads.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
+#include "kernels/fwd_v11_columns_max.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -157,7 +158,9 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
       forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
+      forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
+                         &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -192,7 +195,9 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
       forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v9 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
+      forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
+                         &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;

@@ -188,7 +188,7 @@ TEST_SUITE("gpu") {
     tut::check_cases(ch06::maxpool3d_backward_f32(), backward_cases());
   }
 
-  TEST_CASE("newest rungs (fwd v6's sliding passes, v7's row pieces, v9 and v10, bwd v9, v13 to v18) and auto on moderate cases, every format and layout" *
+  TEST_CASE("newest rungs (fwd v6's sliding passes, v7's row pieces, v9, v10 and v11, bwd v9, v13 to v18) and auto on moderate cases, every format and layout" *
             tut::needs_gpu()) {
     std::vector<tut::Case> fwd, bwd;
     for (const char* layout : {"NCDHW", "NDHWC"})
@@ -224,7 +224,7 @@ TEST_SUITE("gpu") {
           bwd.push_back(ch06::make_pool_case(s, true));
         }
       }
-    tut::check_cases(only(ch06::forward_f32_problem(), {"v6_separable", "v7_channels_last", "v9_run_reduce", "v10_max_first", "auto"}), fwd);
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v6_separable", "v7_channels_last", "v9_run_reduce", "v10_max_first", "v11_columns_max", "auto"}), fwd);
     tut::check_cases(only(ch06::backward_f32_problem(), {"v9_ordered_tile", "v13_prefetch_rows", "v14_channel_gather", "v15_separable_stages", "v16_zeros_then_value", "v17_bulk_store", "v18_column_walk", "auto"}), bwd);
   }
 
@@ -245,6 +245,27 @@ TEST_SUITE("gpu") {
       }
     tut::check_cases(only(ch06::forward_f32_problem(), {"v10_max_first"}), cases);
     tut::check_cases(only(ch06::forward_f16_problem(), {"v10_max_first"}), cases);
+  }
+
+  TEST_CASE("fwd v11 against the reference: NDHWC windows of 1 to 512 cells over rows of 1 to 32 threads, padded, ceil_mode, dilated, packs of 4, 2 and 1 values, each format, float and half" *
+            tut::needs_gpu()) {
+    // The whole numbers in [-8, 8] with NaN, +-0 and +-inf put zeros and NaNs in many windows, so
+    // the value-only scan's second pass with the cells runs on most blocks of rows.
+    std::vector<tut::Case> cases;
+    for (const char* idx : kFormats)
+      for (Spec s : std::vector<Spec>{{{2, 16, 8, 8, 8}, {8}, {8}, {0}},             // 512 cells: 32 rows, packs of 4
+                                      {{1, 32, 12, 12, 12}, {8}, {1}, {4}},         // 512, overlapping, padded: int16 compact
+                                      {{3, 6, 9, 9, 9}, {4}, {4}, {2}},             // 64, padded, C = 6: packs of 2
+                                      {{4, 8, 16, 16, 16}, {2}, {2}, {0}},          // 8 cells: 2 rows
+                                      {{2, 3, 7, 9, 11}, {3}, {2}, {1}, {1}, 1},    // ceil_mode, C = 3: packs of 1
+                                      {{2, 8, 9, 10, 11}, {3}, {1}, {1}, {2}},      // dilation 2
+                                      {{1, 4, 1, 1, 1}, {1}, {1}, {0}}}) {          // one cell: one row
+        s.layout = "NDHWC";
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, false));
+      }
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v11_columns_max"}), cases);
+    tut::check_cases(only(ch06::forward_f16_problem(), {"v11_columns_max"}), cases);
   }
 
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
