@@ -11,8 +11,8 @@
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v7_channels_last.cuh"
 #include "kernels/fwd_v8_wide_loads.cuh"
-#include "kernels/fwd_v9_run_reduce.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
+#include "kernels/fwd_v11_columns_max.cuh"
 
 namespace ch06 {
 
@@ -28,8 +28,8 @@ void fwd_auto(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, std::size_
     case AutoPick::v6_separable: return fwd_v6_separable(s, a, scratch, scratch_bytes);
     case AutoPick::v7_channels_last: return fwd_v7_channels_last(s, a);
     case AutoPick::v8_wide_loads: return fwd_v8_wide_loads(s, a);
-    case AutoPick::v9_run_reduce: return fwd_v9_run_reduce(s, a);
     case AutoPick::v10_max_first: return fwd_v10_max_first(s, a);
+    case AutoPick::v11_columns_max: return fwd_v11_columns_max(s, a);
     case AutoPick::v2_interior_border: {
       // NDHWC with C = 1 has NCDHW's addresses, y's and the index's included.
       ForwardArgs<T> same = a;

@@ -15,8 +15,8 @@ enum class AutoPick {
   v6_separable,
   v7_channels_last,
   v8_wide_loads,
-  v9_run_reduce,
-  v10_max_first
+  v10_max_first,
+  v11_columns_max
 };
 
 inline const char* auto_pick_name(AutoPick p) {
@@ -26,8 +26,8 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v4_layout_ncdt: return "v4_layout_ncdt";
     case AutoPick::v6_separable: return "v6_separable";
     case AutoPick::v8_wide_loads: return "v8_wide_loads";
-    case AutoPick::v9_run_reduce: return "v9_run_reduce";
     case AutoPick::v10_max_first: return "v10_max_first";
+    case AutoPick::v11_columns_max: return "v11_columns_max";
     default: return "v7_channels_last";
   }
 }
@@ -42,9 +42,11 @@ inline double window_overlap(const Window& w) {
 //      one run of its plane (kW = W, and kH = H or kD = 1: global pooling), v10, v9's stream of
 //      whole sectors with the maximum taken first (on the H200, 0.891 and 0.856 of copy on 8^3
 //      with kernel 8 and 4^3 with kernel 4, against v9's 0.623 and 0.696 in the same run,
-//      results/forms/v10_first.json; v9 had reached 0.849 on the first on the H100); v9 in
-//      NDHWC with more than one channel from 128 cells (0.789 and 0.793 on kernel 8, 512 cells,
-//      against v7's 0.375 and 0.374 and v8's 0.671 and 0.683; results/forms/fwd_r6.json); NDHWC
+//      results/forms/v10_first.json; v9 had reached 0.849 on the first on the H100); v11 in
+//      NDHWC with more than one channel from 128 cells (v9's columns with the maximum first: on
+//      the H200 0.792 and 0.794 of copy on kernel 8, 512 cells, against v9's 0.746 and 0.757 in
+//      the same run, results/forms/v11_third.json; v9 had taken them from v7's 0.375 and 0.374
+//      and v8's 0.671 and 0.683 on the H100, results/forms/fwd_r6.json); NDHWC
 //      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
 //      before its first compare (0.903 on 4^3 with kernel 4, 64 cells, against v9's 0.817, same
 //      file; no suite case lies between 64 and 512 cells, so the split at 128 is not measured:
@@ -54,8 +56,8 @@ inline double window_overlap(const Window& w) {
 //      v8's 0.853 to 0.868), else v8, a window's rows read with 16-byte loads (on 8^3 and 4^3 one
 //      output per plane puts a warp on 32 planes: v4 0.321 and 0.327 against v8's 0.730 and
 //      0.769, results/); only those two points are measured, so the split at 128 bytes is a
-//      guess between them. v7 or v8 (the rule before v9) where a plane does not fit v9's 32-bit
-//      offsets;
+//      guess between them. v7 or v8 (the rule before v9) where a plane does not fit 32-bit
+//      offsets (v11 addresses in 64 bits, but its rows have not been timed on such planes);
 //   2. the separable passes (v6), where the direct window costs most per output:
 //      a. large overlapping windows: >= 64 cells and >= 8 windows over each input cell on average;
 //      b. windows of >= 27 cells with >= 8 windows over each input cell, undilated in NDHWC
@@ -82,7 +84,7 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
   if (big && !w.dilated() && windows_disjoint(w)) {
     if (plane_fits_32_bits(w) && !cl && window_is_one_run(w)) return AutoPick::v10_max_first;
-    if (plane_fits_32_bits(w) && cl && w.C > 1 && w.cells() >= 128) return AutoPick::v9_run_reduce;
+    if (plane_fits_32_bits(w) && cl && w.C > 1 && w.cells() >= 128) return AutoPick::v11_columns_max;
     if (cl && w.C > 1) return w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
     const bool wide_rows = static_cast<std::int64_t>(w.oW) * w.s[2] * elem_bytes >= 128;
     return !cl && wide_rows && fwd_v4_refuses<float>(w).empty() ? AutoPick::v4_layout_ncdt : AutoPick::v8_wide_loads;

@@ -573,7 +573,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v9 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs, v2 for other NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs, v2 for other NCDHW and C = 1, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -590,11 +590,11 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 4) == AutoPick::v4_layout_ncdt);  // 128 bytes
   CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 2) == AutoPick::v8_wide_loads);   // 64 bytes of half
   CHECK(pick({2, 64, 64, 64, 24}, params({8}, {8})) == AutoPick::v8_wide_loads);             // 96 bytes
-  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v9_run_reduce);
+  CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v11_columns_max);
   CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);            // NDHWC, 64 cells
   CHECK(pick({1024, 1, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);                 // one channel: NCDHW in memory
-  CHECK(pick({64, 64, 16, 16, 16}, cl({7}, {7})) == AutoPick::v9_run_reduce);               // NDHWC, 343 cells
-  CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v9_run_reduce);               // NDHWC, 512 cells
+  CHECK(pick({64, 64, 16, 16, 16}, cl({7}, {7})) == AutoPick::v11_columns_max);               // NDHWC, 343 cells
+  CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v11_columns_max);               // NDHWC, 512 cells
   CHECK(ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 8}, {2, 6, 8}, {1, 0, 0}))));  // D padding is fine
   CHECK(!ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 4}, {2, 6, 4}))));                  // kW < W
   CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 outputs per plane
