@@ -217,19 +217,16 @@ void fwd_v11_columns_max(cudaStream_t s, const ForwardArgs<T>& a) {
   const Window& w = a.w;
   constexpr int kV = 16 / sizeof(T);
   const int V = fwd_v7_pack(a);  // 16 bytes where C and the pointers allow, else 8, else one element
-  int dev = 0, sms = 0;
-  TUT_CUDA(cudaGetDevice(&dev));
-  TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = device_sms();
   const std::int64_t groups = w.C / V, items = w.N * w.out_plane() * groups;
-  const bool narrow = items <= kMaxInt32;
-  const FastDiv g = narrow ? FastDiv(groups) : FastDiv(), ow = narrow ? FastDiv(w.oW) : FastDiv(),
-                oh = narrow ? FastDiv(w.oH) : FastDiv(), od = narrow ? FastDiv(w.oD) : FastDiv(), kw(w.k[2]), kh(w.k[1]);
+  const ChannelDivs cd = channel_divs(w, groups, items <= kMaxInt32);
+  const FastDiv kw(w.k[2]), kh(w.k[1]);
   const auto go = [&](auto v) {
     constexpr int kPV = decltype(v)::value;
     const int lg = fwd_v11_rows_log2(w, kPV, kV11Batch<kPV>, sms);
     const std::int64_t per_block = kV11Block >> lg;
     const unsigned grid = grid_for((items + per_block - 1) / per_block * kV11Block, kV11Block, "fwd_v11_columns_max");
-    fwd_v11_columns_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, g, ow, oh, od, kw, kh);
+    fwd_v11_columns_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
   };
   if (V == kV) go(std::integral_constant<int, kV>{});
   else if (V == kV / 2) go(std::integral_constant<int, kV / 2>{});

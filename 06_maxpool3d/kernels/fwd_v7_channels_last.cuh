@@ -262,8 +262,8 @@ void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
   const int V = fwd_v7_pack(a);
   const std::int64_t groups = a.w.C / V, total = a.w.N * a.w.out_plane() * groups;
   const bool narrow = total <= kMaxInt32;
-  const FastDiv g = narrow ? FastDiv(groups) : FastDiv(), ow = narrow ? FastDiv(a.w.oW) : FastDiv(),
-                oh = narrow ? FastDiv(a.w.oH) : FastDiv(), od = narrow ? FastDiv(a.w.oD) : FastDiv();
+  const ChannelDivs cd = channel_divs(a.w, groups, narrow);
+  const FastDiv &g = cd.groups, &ow = cd.ow, &oh = cd.oh, &od = cd.od;
   const unsigned grid = grid_for(total, kBlock, "fwd_v7_channels_last");
   if (const int cc = fwd_v7_row_piece_channels(a); cc != 0) {
     const std::int64_t positions = a.w.N * a.w.out_plane();

@@ -232,8 +232,8 @@ void fwd_v8_wide_loads(cudaStream_t s, const ForwardArgs<T>& a) {
     const int V = fwd_v8_pack(a), parts = fwd_v8_parts(w, V);
     const std::int64_t groups = w.C / V, total = w.N * w.out_plane() * groups;
     const bool narrow = total <= kMaxInt32;
-    const FastDiv g = narrow ? FastDiv(groups) : FastDiv(), ow = narrow ? FastDiv(w.oW) : FastDiv(),
-                  oh = narrow ? FastDiv(w.oH) : FastDiv(), od = narrow ? FastDiv(w.oD) : FastDiv(), kh(w.k[1]);
+    const ChannelDivs cd = channel_divs(w, groups, narrow);
+    const FastDiv &g = cd.groups, &ow = cd.ow, &oh = cd.oh, &od = cd.od, kh(w.k[1]);
     const unsigned grid = grid_for(total * parts, kBlock, "fwd_v8_wide_loads");
     if (V == kV) fwd_v8_ndhwc_kernel<kV, T><<<grid, kBlock, 0, s>>>(a, parts, g, ow, oh, od, kh);
     else if (V == 2) fwd_v8_ndhwc_kernel<2, T><<<grid, kBlock, 0, s>>>(a, parts, g, ow, oh, od, kh);

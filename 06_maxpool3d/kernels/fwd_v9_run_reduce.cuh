@@ -338,10 +338,7 @@ void fwd_v9_run_reduce(cudaStream_t s, const ForwardArgs<T>& a) {
     });
   } else {
     const int V = fwd_v8_pack(a);  // v7's pack rule: C a multiple of V, x and y aligned
-    int dev = 0, sms = 0;
-    TUT_CUDA(cudaGetDevice(&dev));
-    TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const V9Columns c = fwd_v9_columns(w, V, sms);
+    const V9Columns c = fwd_v9_columns(w, V, device_sms());
     const std::int64_t work = w.N * w.out_plane() * c.tiles;
     const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(work, std::int64_t{1} << 30));
     const FastDiv kw(w.k[2]), kh(w.k[1]);

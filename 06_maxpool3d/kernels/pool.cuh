@@ -156,6 +156,16 @@ __device__ __forceinline__ ChannelItem channel_item(std::int64_t o, std::int64_t
   return it;
 }
 
+// channel_item's divisors for `groups` channel groups: FastDivs where every item fits 32 bits
+// (`narrow`), else defaults that channel_item does not use (it divides in 64 bits there).
+struct ChannelDivs {
+  FastDiv groups, ow, oh, od;
+};
+inline ChannelDivs channel_divs(const Window& w, std::int64_t groups, bool narrow) {
+  if (!narrow) return {};
+  return {FastDiv(groups), FastDiv(w.oW), FastDiv(w.oH), FastDiv(w.oD)};
+}
+
 // The V channels of one NDHWC output position from out0 on: y in one pack, then the index the case
 // asks for (flat, or the cell in a byte or 16 bits).
 template <int V, class T>
@@ -236,14 +246,20 @@ inline bool plane_fits_32_bits(const Window& w) {
          std::numeric_limits<std::int32_t>::max();
 }
 
+// The current device's SM count.
+inline int device_sms() {
+  int dev = 0, sms = 0;
+  TUT_CUDA(cudaGetDevice(&dev));
+  TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
 // How many blocks of `kernel` (`block` threads, `smem` bytes of dynamic shared memory) the device
 // holds at once: its SMs times the blocks that fit on one, at least one per SM.
 inline std::int64_t resident_blocks(const void* kernel, int block, std::size_t smem) {
-  int dev = 0, sms = 0, per_sm = 0;
-  TUT_CUDA(cudaGetDevice(&dev));
-  TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int per_sm = 0;
   TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, smem));
-  return static_cast<std::int64_t>(sms) * std::max(1, per_sm);
+  return static_cast<std::int64_t>(device_sms()) * std::max(1, per_sm);
 }
 
 // The grid of a kernel whose blocks loop over their work: the blocks it needs, at most one wave
