@@ -49,7 +49,6 @@
 #include "kernels/fwd_v9_run_reduce.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/fwd_v11_columns_max.cuh"
-#include "kernels/fwd_v12_interior_box.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -161,8 +160,6 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
       forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
                          &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
-      forward_version<T>("v12_interior_box", "v2's two paths, the outputs whose windows lie inside numbered first (a box per plane), the border after",
-                         &fwd_v12_interior_box<T>, &fwd_v12_refuses<T>, fwd_v12_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
@@ -200,8 +197,6 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
       forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
                          &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
-      forward_version<T>("v12_interior_box", "v2's two paths, the outputs whose windows lie inside numbered first (a box per plane), the border after",
-                         &fwd_v12_interior_box<T>, &fwd_v12_refuses<T>, fwd_v12_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

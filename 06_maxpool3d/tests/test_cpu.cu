@@ -21,13 +21,11 @@
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
-#include "kernels/fwd_v12_interior_box.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
 #include "tests/gpu_cases.hpp"
 #include "tut/random.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -460,47 +458,6 @@ std::uint32_t bits_of(float f) {
   return u;
 }
 }  // namespace
-
-TEST_CASE("fwd v12's items, decoded on the host: every output exactly once, the box's first and inside, the border's after and not") {
-  const std::vector<std::pair<std::vector<std::int64_t>, tut::Params>> cases = {
-      {{8, 4, 9, 9, 9}, params({2}, {2}, {0}, {1}, 1)},                 // ceil: a box of 4^3 in 5^3
-      {{2, 3, 10, 11, 12}, params({3}, {2}, {1})},                      // padded on both sides
-      {{2, 3, 6, 6, 6}, params({2}, {2})},                              // no border
-      {{1, 2, 1, 1, 1}, params({2}, {1}, {1})},                         // no box
-      {{1, 2, 3, 3, 3}, params({3}, {1}, {1})},                         // a box of one
-      {{2, 2, 9, 10, 11}, params({2, 3, 4}, {1, 2, 3}, {1, 1, 2})},     // not cubic
-      {{2, 3, 1, 5, 33}, params({1, 2, 2}, {1, 2, 2}, {0}, {1}, 1)},    // D = 1, rows of 17
-      {{1, 2, 12, 12, 12}, params({8}, {2}, {4}, {1}, 1)},              // border deeper than one output
-      {{3, 2, 7, 5, 9}, params({3, 1, 2}, {3, 1, 1}, {1, 0, 1}, {1}, 1)}};
-  for (const auto& c : cases) {
-    const std::vector<std::int64_t>& shape = c.first;
-    const ch06::Window w = win(shape, c.second);
-    for (const bool narrow : {true, false}) {
-      ch06::V12Box b = ch06::v12_box(w);
-      b.narrow = narrow;  // the 64-bit decode must agree with the 32-bit one
-      INFO(shape[0], "x", shape[1], "x", shape[2], "x", shape[3], "x", shape[4], " narrow ", narrow);
-      std::vector<int> seen(static_cast<std::size_t>(w.out_numel()), 0);
-      bool in_order = true;
-      for (std::int64_t o = 0; o < w.out_numel(); ++o) {
-        std::int64_t pl = 0;
-        int od = 0, oh = 0, ow = 0;
-        const bool inside = ch06::v12_item(w, b, o, pl, od, oh, ow);
-        REQUIRE(pl >= 0);
-        REQUIRE(pl < w.N * w.C);
-        REQUIRE(static_cast<unsigned>(od) < static_cast<unsigned>(w.oD));
-        REQUIRE(static_cast<unsigned>(oh) < static_cast<unsigned>(w.oH));
-        REQUIRE(static_cast<unsigned>(ow) < static_cast<unsigned>(w.oW));
-        ++seen[static_cast<std::size_t>(pl * w.out_plane() + (static_cast<std::int64_t>(od) * w.oH + oh) * w.oW + ow)];
-        const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
-        const bool wholly = d0 >= 0 && h0 >= 0 && w0 >= 0 && d0 + w.k[0] <= w.D && h0 + w.k[1] <= w.H && w0 + w.k[2] <= w.W;
-        CHECK(inside == wholly);
-        in_order = in_order && (inside == (o < b.inner));
-      }
-      CHECK(in_order);
-      CHECK(std::count(seen.begin(), seen.end(), 1) == w.out_numel());
-    }
-  }
-}
 
 TEST_CASE("fwd v10's rule on the host: the maximum first and the lookup after give the sequential rule's element, bit for bit, and its cell") {
   // Values from a small set, so that ties, both zeros and NaNs (each with its own payload and

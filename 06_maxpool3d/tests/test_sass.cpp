@@ -278,18 +278,6 @@ TEST_CASE("fwd v10 takes the maximum with FMNMX.NAN, in 16-byte pieces" * doctes
   CHECK(spills(runs) == 0);
 }
 
-TEST_CASE("fwd v12's inside path loads without predicates or a vote; its border path keeps them" *
-          doctest::skip(kNoCuobjdump)) {
-  for (const char* t : {"float", "__half"}) {
-    const auto& k = kernel(std::string("fwd_v12_interior_box_kernel<2, ") + t + ">");
-    INFO(k.name);
-    CHECK(loads(k, false) >= 8);
-    CHECK(loads(k, true) >= 4);
-    CHECK(tut::count_opcode(k, "VOTE") == 0);
-    CHECK(spills(k) == 0);
-  }
-}
-
 TEST_CASE("fwd v11 takes NDHWC windows with FMNMX.NAN, in 16-byte packs, its rows merged through shared memory" *
           doctest::skip(kNoCuobjdump)) {
   // 4 packs of 4 floats a batch, each channel's maximum a tree of 3: 12 per batch; the rows' merge
