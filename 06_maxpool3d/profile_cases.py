@@ -78,7 +78,7 @@ PAIRS = [
     ("v28_s1", B, S1 + " indices=int64", ["v0_scatter_atomic", "v18_column_walk", "v28_rank_bits"]),
     ("v28_s1_compact", B, S1 + " indices=compact", ["v18_column_walk", "v28_rank_bits"]),
     ("v28_stem", B, STEM + " indices=int64", ["v9_ordered_tile", "v28_rank_bits"]),
-    ("v28_stem_cl", B, STEM + " layout=NDHWC indices=int64", ["v9_ordered_tile", "v28_rank_bits"]),
+    ("v28_stem_compact", B, STEM + " indices=compact", ["v9_ordered_tile", "v28_rank_bits"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

@@ -498,39 +498,29 @@ inline void finish_ordered_tile(const Window& w, OrderedTile& ot) {
   ot.by_TW = FastDiv(ot.t[2]);
 }
 
-// What a planner may choose: the most cells of a tile (its shared memory), the most ranks, and the
-// version named in a refusal.
-struct PlanLimits {
-  int max_cells;
-  int max_passes;
-  const char* who;
-};
-inline constexpr PlanLimits kOrderedLimits{kOrderedMaxCells, kOrderedMaxPasses, "bwd_v9_ordered_tile"};
-
 struct OrderedPlan {
   std::string refused;  // "" when taken
   OrderedTile ot;
   double reads_per_cell = 0;  // covering outputs read per cell of dx, over every tile
 };
 
-// The tiling: among boxes of at most lim.max_cells cells whose covering outputs fit the block
+// The tiling: among boxes of at most kOrderedMaxCells cells whose covering outputs fit the block
 // (kOrderedMaxOutputs), with runs of at least 32 elements where the volume has them, the one with
 // the fewest warp instructions by a count from the first measured form: about 10 per output read
 // (its halo included), per run of dx 40 and 6 per 32 cells (cells past the volume's end included),
 // 2 per 32 cells to zero, and per tile and warp 6 per pass and 40.
-inline OrderedPlan make_ordered_plan(const Window& w, const PlanLimits& lim = kOrderedLimits) {
+inline OrderedPlan make_ordered_plan(const Window& w) {
   OrderedPlan plan;
-  const std::string who = lim.who;
-  if (w.dilated()) return plan.refused = who + " takes dilation 1 only (v1 takes any)", plan;
-  if (!plane_fits_32_bits(w)) return plan.refused = who + " indexes a plane in 32 bits; this one is larger", plan;
+  if (w.dilated()) return plan.refused = "bwd_v9_ordered_tile takes dilation 1 only (v1 takes any)", plan;
+  if (!plane_fits_32_bits(w)) return plan.refused = "bwd_v9_ordered_tile indexes a plane in 32 bits; this one is larger", plan;
   OrderedTile& ot = plan.ot;
   ot.cl = w.layout == Layout::ndhwc && w.C > 1;
   int passes = 1;
   for (int a = 0; a < 3; ++a) passes *= (w.k[a] + w.s[a] - 1) / w.s[a];
   if (w.k[0] > kOrderedMaxKernel || w.k[1] > kOrderedMaxKernel || w.k[2] > kOrderedMaxKernel)
-    return plan.refused = who + " takes windows of at most 64 cells per axis", plan;
-  if (passes > lim.max_passes)
-    return plan.refused = who + ": more than " + std::to_string(lim.max_passes) + " ranks (ceil(k / s) over the three axes)", plan;
+    return plan.refused = "bwd_v9_ordered_tile takes windows of at most 64 cells per axis", plan;
+  if (passes > kOrderedMaxPasses)
+    return plan.refused = "bwd_v9_ordered_tile: more than 64 ranks (ceil(k / s) over the three axes)", plan;
   const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
   const int C = static_cast<int>(std::min<std::int64_t>(w.C, 1 << 20));
   std::vector<int> tcs = {1};
@@ -549,7 +539,8 @@ inline OrderedPlan make_ordered_plan(const Window& w, const PlanLimits& lim = kO
   for (int T = 1; T <= maxh; ++T) ah[static_cast<std::size_t>(T)] = axis(1, T);
   const std::int64_t leads = ot.cl ? w.N : w.N * w.C;
   const double useful = static_cast<double>(w.in_numel());
-  const int row_wanted = static_cast<int>(std::min<std::int64_t>(32, static_cast<std::int64_t>(w.W) * C));
+  // A row of dx holds W elements in NCDHW, W * C in NDHWC.
+  const int row_wanted = static_cast<int>(std::min<std::int64_t>(32, static_cast<std::int64_t>(w.W) * (ot.cl ? C : 1)));
   double best = 1e300, best_reads = 0;
   for (int tc : tcs)
     for (int tw : tws) {
@@ -563,7 +554,7 @@ inline OrderedPlan make_ordered_plan(const Window& w, const PlanLimits& lim = kO
           const AxisTiles& y = ah[static_cast<std::size_t>(th)];
           const std::int64_t cells = static_cast<std::int64_t>(td) * th * tw * tc;
           const std::int64_t most = static_cast<std::int64_t>(x.most) * y.most * aw.most * tc;
-          if (cells > lim.max_cells || most > kOrderedMaxOutputs) continue;
+          if (cells > kOrderedMaxCells || most > kOrderedMaxOutputs) continue;
           const double tiles = static_cast<double>(leads) * x.tiles * y.tiles * aw.tiles * ctiles;
           const double reads = static_cast<double>(leads) * x.sum * y.sum * aw.sum * (ot.cl ? C : 1);
           const bool slices = tw == w.W && (!ot.cl || tc == C);
@@ -579,17 +570,16 @@ inline OrderedPlan make_ordered_plan(const Window& w, const PlanLimits& lim = kO
           }
         }
     }
-  if (best > 1e299) return plan.refused = who + ": no tile whose covering outputs fit a block", plan;
+  if (best > 1e299) return plan.refused = "bwd_v9_ordered_tile: no tile whose covering outputs fit a block", plan;
   plan.reads_per_cell = best_reads;
   finish_ordered_tile(w, ot);
-  if (ot.tiles > kMaxInt32) return plan.refused = who + " numbers its tiles in 32 bits; this case has more", plan;
+  if (ot.tiles > kMaxInt32) return plan.refused = "bwd_v9_ordered_tile numbers its tiles in 32 bits; this case has more", plan;
   return plan;
 }
 
-// The plan of the last window asked for under limits L, kept so that a launch does not search again
-// (the search is host work between the timed events).
-template <const PlanLimits& L>
-OrderedPlan planned(const Window& w) {
+// The plan of the last window asked for, kept so that a launch does not search again (the search
+// is host work between the timed events).
+inline OrderedPlan ordered_plan(const Window& w) {
   static std::mutex lock;
   static Window last;
   static OrderedPlan kept;
@@ -602,14 +592,12 @@ OrderedPlan planned(const Window& w) {
   };
   std::lock_guard<std::mutex> g(lock);
   if (!have || !same(last, w)) {
-    kept = make_ordered_plan(w, L);
+    kept = make_ordered_plan(w);
     last = w;
     have = true;
   }
   return kept;
 }
-
-inline OrderedPlan ordered_plan(const Window& w) { return planned<kOrderedLimits>(w); }
 
 template <class T>
 std::string bwd_v9_refuses(const Window& w) {
