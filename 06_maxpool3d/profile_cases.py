@@ -73,12 +73,6 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
-    # bwd v28 (v9's tile, the order kept by bits) against v18 (auto's choice on kernel 3 stride 1),
-    # v9 (auto's on the stem) and the atomic scatter.
-    ("v28_s1", B, S1 + " indices=int64", ["v0_scatter_atomic", "v18_column_walk", "v28_rank_bits"]),
-    ("v28_s1_compact", B, S1 + " indices=compact", ["v18_column_walk", "v28_rank_bits"]),
-    ("v28_stem", B, STEM + " indices=int64", ["v9_ordered_tile", "v28_rank_bits"]),
-    ("v28_stem_compact", B, STEM + " indices=compact", ["v9_ordered_tile", "v28_rank_bits"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

@@ -36,7 +36,6 @@
 #include "kernels/bwd_v22_l2_plane_groups.cuh"
 #include "kernels/bwd_v23_lane_runs.cuh"
 #include "kernels/bwd_v25_clean_counters.cuh"
-#include "kernels/bwd_v28_rank_bits.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -337,8 +336,6 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v27_early_loads", "deterministic, NCDHW, undilated: v25 with each warp's first outputs loaded before the wait for the plane's scale, and 8 loads in flight a thread in the rounding",
                                   &bwd_v27_early_loads<T>, &bwd_v25_scratch_bytes<T>, bwd_v27_kernels<T>(),
                                   &bwd_v27_refuses<T>),
-      backward_version<T>("v28_rank_bits", "deterministic, NCDHW, cubic kernel 3, stride 1 or 2: v9's ranks as bits, each output setting its rank's bit at its cell, each cell adding the terms its bits name in rank order (cells of 3 or more from a list)",
-                          &bwd_v28_rank_bits<T>, bwd_v28_kernels<T>(), &bwd_v28_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

@@ -329,8 +329,7 @@ TEST_SUITE("gpu") {
                                (v.name == "v24_flat_terms" && !ch06::bwd_v24_refuses<float>(w).empty()) ||
                                (v.name == "v25_clean_counters" && !ch06::bwd_v25_refuses<float>(w).empty()) ||
                                (v.name == "v26_marked_sectors" && !ch06::bwd_v26_refuses<float>(w).empty()) ||
-                               (v.name == "v27_early_loads" && !ch06::bwd_v27_refuses<float>(w).empty()) ||
-                               (v.name == "v28_rank_bits" && !ch06::bwd_v28_refuses<float>(w).empty());
+                               (v.name == "v27_early_loads" && !ch06::bwd_v27_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -406,8 +405,6 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v25_refuses<float>(w).empty()) names.push_back("v25_clean_counters");
       if (ch06::bwd_v26_refuses<float>(w).empty()) names.push_back("v26_marked_sectors");
       if (ch06::bwd_v27_refuses<float>(w).empty()) names.push_back("v27_early_loads");
-      const bool rank_bits = ch06::bwd_v28_refuses<float>(w).empty();  // NCDHW, kernel 3, stride 1 or 2
-      if (rank_bits) names.push_back("v28_rank_bits");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -427,7 +424,6 @@ TEST_SUITE("gpu") {
                           pick == ch06::BwdPick::v25_clean_counters;
       CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
-      if (rank_bits) CHECK(first["v28_rank_bits"] == first["v1_gather"]);  // bits in rank order: the same
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
       if (channel_gather) CHECK(first["v14_channel_gather"] == first["v1_gather"]);  // v1's order, 4 channels a thread
       const auto scatter_first = run("v0_scatter_atomic");
@@ -1150,108 +1146,6 @@ TEST_SUITE("gpu") {
         run("bwd_v22_l2_plane_groups", group, ch06::LaneScatter{});
         run("bwd_v22_l2_plane_groups (v23's scatter)", group, ch06::RunScatter{});
         run("bwd_v22_l2_plane_groups (v24's scatter)", group, ch06::FlatScatter{});
-      }
-    }
-  }
-}
-
-TEST_SUITE("gpu") {
-  TEST_CASE("newest rungs: bwd v28 against the reference (kernel 3, strides 1 and 2, padding 0 and 1, ceil_mode, tails of its tiles, rows shorter and longer than a warp, both formats), v1's bits on the forward's indices, on in-window cells no forward writes and on corrupt int64 indices, cells of 3 to 27 terms, the same bits every run" *
-            tut::needs_gpu()) {
-    const auto& bwd = ch06::maxpool3d_backward_f32();
-    const char* name = "v28_rank_bits";
-    const auto mine_only = only(ch06::backward_f32_problem(), {name});
-    // Kernel 3 stride 1 on shapes that leave part-tiles; other kernels are refused (below).
-    const auto sweep = [](std::int64_t k) -> std::vector<std::int64_t> { return {1, 2, 11 + k, 13 + k, 70}; };
-    std::vector<tut::Case> cases;
-    for (const auto& c : staged_cases(sweep, true))
-      if (ch06::bwd_v28_refuses<float>(ch06::window_of_case(c)).empty()) cases.push_back(c);
-    CHECK(cases.size() == 10);  // kernel 3 padding 0 and 1 on the sweep, and 3 small shapes, both formats
-    for (const char* layout : {"NCDHW"})
-      for (const char* idx : {"int64", "compact"})
-        for (Spec s : std::vector<Spec>{{{2, 3, 17, 30, 33}, {3}, {2}, {1}},                 // the stem's window: 8 ranks
-                                        {{1, 5, 9, 21, 75}, {3}, {1}, {1}},                  // 27 ranks, rows of 75
-                                        {{1, 3, 11, 12, 13}, {3}, {2}, {1}, {1}, 1},         // 8 ranks, ceil_mode
-                                        {{2, 2, 20, 33, 65}, {3}, {2}, {0}},                 // rows of 65: 3 tiles along W
-                                        {{3, 1, 4, 5, 6}, {3}, {1}, {1}},                    // one tile per plane
-                                        {{2, 7, 40, 9, 5}, {3}, {1}, {1}}}) {                // W = 5: deep tiles
-          s.layout = layout;
-          s.indices = idx;
-          cases.push_back(ch06::make_pool_case(s, true));
-        }
-    if (tut::under_sanitizer()) cases.resize(6);
-    tut::check_cases(mine_only, cases);
-    // Refused before any launch: other windows and strides, dilation, NDHWC.
-    for (Spec s : std::vector<Spec>{{{1, 2, 9, 10, 11}, {3, 3, 4}, {1}, {1}},               // not cubic
-                                    {{1, 2, 12, 12, 12}, {4}, {1}, {2}},                    // kernel 4
-                                    {{1, 2, 12, 12, 12}, {3}, {3}, {1}},                    // stride 3
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {2}},                // dilation 2
-                                    {{1, 2, 9, 10, 11}, {3}, {1}, {1}, {1}, 0, "NDHWC"}}) {  // NDHWC
-      s.indices = "int64";
-      const auto c = ch06::make_pool_case(s, true);
-      INFO(c.name);
-      CHECK_FALSE(ch06::bwd_v28_refuses<float>(ch06::window_of_case(c)).empty());
-      CHECK_THROWS_AS(tut::grade(bwd, version_named(bwd, name), c), tut::Unsupported);
-    }
-
-    // v1's bits: each cell's terms in ascending (od, oh, ow), on non-integer dy whose sums depend on
-    // the order; on the forward's indices, on random in-window cells (which do not separate), and
-    // on int64 indices outside their windows or the plane, which both drop.
-    std::vector<Spec> setups = {{{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
-                                {{2, 3, 13, 29, 70}, {3}, {1}, {1}, {1}, 0, "NCDHW", "compact"},
-                                {{2, 5, 10, 12, 14}, {3}, {1}, {1}, {1}, 0, "NCDHW", "int64"},
-                                {{2, 16, 14, 20, 22}, {3}, {2}, {1}, {1}, 0, "NCDHW", "int64"},
-                                {{1, 2, 12, 21, 37}, {3}, {2}, {1}, {1}, 0, "NCDHW", "compact"}};
-    if (tut::under_sanitizer()) setups.resize(2);
-    for (const auto& setup : setups) {
-      const auto c = ch06::make_pool_case(setup, true);
-      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
-      const auto& w = inst->window();
-      const std::int64_t outs = w.out_numel();
-      auto run = [&](const char* version) { return dx_after(bwd, version, *inst); };
-      const auto as_floats = [&](const std::vector<unsigned char>& bytes) {
-        std::vector<float> v(static_cast<std::size_t>(w.in_numel()));
-        std::memcpy(v.data(), bytes.data(), bytes.size());
-        return v;
-      };
-      tut::Random rng(41);
-      std::vector<float> dy(static_cast<std::size_t>(outs));
-      for (std::size_t i = 0; i < dy.size(); ++i)
-        dy[i] = static_cast<float>(rng.unit(i) * 2.0 - 1.0) * 1.0e-3f * static_cast<float>(1 + i % 1000);
-      const auto check_v1 = [&](const char* what) {
-        INFO(c.name, ": ", what);
-        const auto gather = run("v1_gather"), mine = run(name);
-        std::size_t apart = 0;
-        for (std::size_t e = 0; e < mine.size(); e += 4) apart += std::memcmp(&gather[e], &mine[e], 4) != 0;
-        CHECK(apart == 0);
-        for (int r = 0; r < (tut::under_sanitizer() ? 1 : 5); ++r) CHECK(run(name) == mine);
-      };
-      {
-        // The terms per cell, counted by v1 on dy = 1: cells of 3 or more terms (the list) and of 2 or
-        // fewer are both present, so both paths are compared.
-        upload(*inst, "dy", std::vector<float>(dy.size(), 1.0f));
-        const auto terms = as_floats(run("v1_gather"));
-        int listed = 0, most = 0;
-        for (const float t : terms) listed += t >= 3.0f, most = std::max(most, static_cast<int>(t));
-        MESSAGE(c.name, ": ", listed, " cells of 3 or more terms, the most ", most);
-        CHECK(listed > 0);
-        upload(*inst, "dy", dy);
-        check_v1("the forward's indices");
-      }
-      {
-        tut::Random pick(43);
-        std::vector<int> cell(static_cast<std::size_t>(outs));
-        for (std::int64_t o = 0; o < outs; ++o)
-          cell[static_cast<std::size_t>(o)] = static_cast<int>(pick.bits(static_cast<std::uint64_t>(o)) % static_cast<std::uint64_t>(w.cells()));
-        upload_cells(*inst, cell);  // some in the padding: no cell of dx, dropped by both
-        check_v1("random window cells");
-      }
-      if (w.indices == ch06::IndexFormat::int64) {
-        std::vector<std::int64_t> ix(static_cast<std::size_t>(outs));
-        TUT_CUDA(cudaMemcpy(ix.data(), inst->operand("index").device(), ix.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
-        for (std::size_t o = 0; o < ix.size(); o += 37) ix[o] = (o / 37) % 3 == 0 ? -5 : (o / 37) % 3 == 1 ? w.in_plane() + 3 : (ix[o] + w.in_plane() / 2) % w.in_plane();
-        upload(*inst, "index", ix);
-        check_v1("corrupt int64 indices");
       }
     }
   }

@@ -219,20 +219,6 @@ TEST_CASE("v7, v8 and v9 write dx without atomics; v8 zeroes in 16-byte stores; 
   CHECK(spills(channels) == 0);
 }
 
-TEST_CASE("bwd v28 sets its rank bits with shared ORs, lists its cells of many terms with one shared add per warp, and writes dx without global atomics" *
-          doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"bwd_v28_rank_bits_kernel<3, 1, float>", "bwd_v28_rank_bits_kernel<3, 2, float>"}) {
-    const auto& k = kernel(name);
-    INFO(k.name);
-    CHECK(tut::count_opcode(k, "RED") + tut::count_opcode(k, "ATOMG") + tut::count_opcode(k, "ATOM.") == 0);
-    CHECK(tut::count_opcode(k, "ATOMS.OR") >= 1);   // a cell's word: the same bits in any order
-    CHECK(tut::count_opcode(k, "ATOMS.ADD") == 1);  // the list's length, once per warp with cells on it
-    CHECK(tut::count_opcode(k, "VOTE") >= 1);
-    CHECK(tut::count_opcode(k, "BAR") >= 3);        // the words zero, the bits set, the list complete
-    CHECK(spills(k) == 0);
-  }
-}
-
 TEST_CASE("bwd v13 stores 16 bytes per chunk without atomics; v14 loads and stores 16 bytes of channels without them" *
           doctest::skip(kNoCuobjdump)) {
   const auto& rows = kernel("bwd_v13_prefetch_rows_kernel<4, true, true, float>");
