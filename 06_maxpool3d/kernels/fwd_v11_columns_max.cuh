@@ -93,6 +93,9 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
         Pack pk[kB];
 #pragma unroll
         for (int u = 0; u < kB; ++u) {
+          // v7's disjoint kernel decodes its cells the same way. One shared function for both
+          // changed the SASS of all 12 of their kernels (cuobjdump), whose measurements are of
+          // these lines, so each keeps its own.
           const int c = c0 + u * R;
           const std::uint32_t t = by_kw.div(static_cast<std::uint32_t>(c));
           const int jw = c - static_cast<int>(t) * w.k[2];
