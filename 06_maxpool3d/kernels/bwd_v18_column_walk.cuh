@@ -332,6 +332,22 @@ void bwd_v18_column_walk(cudaStream_t s, const BackwardArgs<T>& a) {
   with_stage_kernel(a.w.k[0], [&](auto k) { bwd_v18_dispatch<decltype(k)::value>(s, a); });
 }
 
+// The sweep of kernel 3's tiling: v18 with the tile TH x TW and LD planes per block, kernel 3 only
+// (the versions v18_tile_THxTW_ldLD; the sweep's results are in results/forms/v18_tiles.*).
+template <int TH, int TW, int LD, class T>
+void bwd_v18_tiled(cudaStream_t s, const BackwardArgs<T>& a) {
+  check_backward(a, "bwd_v18_column_walk");
+  if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
+  if (a.w.k[0] != 3) throw tut::Unsupported("the tiling sweep takes kernel 3 only");
+  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<3, TH, TW, LD>(s, a, a.index);
+  else bwd_v18_launch<3, TH, TW, LD>(s, a, a.offset8);
+}
+template <class T>
+std::string bwd_v18_tiled_refuses(const Window& w) {
+  if (const std::string why = bwd_v18_refuses<T>(w); !why.empty()) return why;
+  return w.k[0] == 3 ? std::string() : std::string("the tiling sweep takes kernel 3 only");
+}
+
 template <class T>
 std::vector<const void*> bwd_v18_kernels() {
   return {TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::int64_t, T>),
