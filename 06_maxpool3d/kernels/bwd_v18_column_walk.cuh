@@ -315,8 +315,10 @@ void bwd_v18_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   TUT_CHECK_LAUNCH("bwd_v18_column_walk_kernel");
 }
 
-// The tiling, not swept: kernels 6 to 8 take v15's kernel-8 tile (TH 16 x TW 32, LD 32) for both
-// formats, kernels 2 to 5 TH 8 x TW 32, LD 32.
+// The tiling: kernels 6 to 8 take v15's kernel-8 tile (TH 16 x TW 32, LD 32) for both formats,
+// kernels 2 to 5 TH 8 x TW 32, LD 32. Kernel 3's was swept on the H200 (results/forms/v18_tiles.*:
+// nine tilings raced against PyTorch in one process); the best, 16 x 16, ran 0.985x where this one
+// ran 0.977x, the worst 0.900x. Not swept for the other kernels.
 template <int K, class T>
 void bwd_v18_dispatch(cudaStream_t s, const BackwardArgs<T>& a) {
   constexpr int TH = K <= 5 ? 8 : 16, TW = 32, LD = 32;
@@ -330,22 +332,6 @@ void bwd_v18_column_walk(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v18_column_walk");
   if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   with_stage_kernel(a.w.k[0], [&](auto k) { bwd_v18_dispatch<decltype(k)::value>(s, a); });
-}
-
-// The sweep of kernel 3's tiling: v18 with the tile TH x TW and LD planes per block, kernel 3 only
-// (the versions v18_tile_THxTW_ldLD; the sweep's results are in results/forms/v18_tiles.*).
-template <int TH, int TW, int LD, class T>
-void bwd_v18_tiled(cudaStream_t s, const BackwardArgs<T>& a) {
-  check_backward(a, "bwd_v18_column_walk");
-  if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  if (a.w.k[0] != 3) throw tut::Unsupported("the tiling sweep takes kernel 3 only");
-  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<3, TH, TW, LD>(s, a, a.index);
-  else bwd_v18_launch<3, TH, TW, LD>(s, a, a.offset8);
-}
-template <class T>
-std::string bwd_v18_tiled_refuses(const Window& w) {
-  if (const std::string why = bwd_v18_refuses<T>(w); !why.empty()) return why;
-  return w.k[0] == 3 ? std::string() : std::string("the tiling sweep takes kernel 3 only");
 }
 
 template <class T>
