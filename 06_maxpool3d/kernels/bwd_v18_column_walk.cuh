@@ -98,8 +98,8 @@ __device__ __forceinline__ void walk_add(float (&acc)[K], std::uint32_t r, float
     if (r == static_cast<std::uint32_t>(j)) acc[j] += v;
 }
 
-template <int K, int TH, int TW, class I, class T>
-__global__ void __launch_bounds__(TH* TW, 2)
+template <int K, int TH, int TW, class I, class T, int MinBlocks = 2>
+__global__ void __launch_bounds__(TH* TW, MinBlocks)
     bwd_v18_column_walk_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const SepArgs sa) {
   static_assert(std::is_same_v<T, float>, "the stages keep (float value, 32-bit word) pairs");
   using Sh = WalkShape<K, TH, TW>;
@@ -306,12 +306,12 @@ std::string bwd_v18_refuses(const Window& w) {
   return {};
 }
 
-template <int K, int TH, int TW, int LD, class I, class T>
+template <int K, int TH, int TW, int LD, class I, class T, int MinBlocks = 2>
 void bwd_v18_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   static_assert(LD >= 1 && LD <= kWalkMaxLD, "a chunk's flags are kWalkMaxLD ints");
   SepArgs sa;
   const dim3 grid = stage_grid(a.w, TH, TW, LD, sa, "bwd_v18_column_walk");
-  bwd_v18_column_walk_kernel<K, TH, TW, I, T><<<grid, TH * TW, 0, s>>>(a, idx, sa);
+  bwd_v18_column_walk_kernel<K, TH, TW, I, T, MinBlocks><<<grid, TH * TW, 0, s>>>(a, idx, sa);
   TUT_CHECK_LAUNCH("bwd_v18_column_walk_kernel");
 }
 
@@ -332,6 +332,22 @@ void bwd_v18_column_walk(cudaStream_t s, const BackwardArgs<T>& a) {
   check_backward(a, "bwd_v18_column_walk");
   if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   with_stage_kernel(a.w.k[0], [&](auto k) { bwd_v18_dispatch<decltype(k)::value>(s, a); });
+}
+
+// A trial: kernel 3 with 5 blocks of 256 threads per SM asked of the compiler (48 registers) instead
+// of 2 (it takes 64, 4 blocks), so that more warps hide the barriers.
+template <class T>
+void bwd_v18_min5(cudaStream_t s, const BackwardArgs<T>& a) {
+  check_backward(a, "bwd_v18_column_walk");
+  if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
+  if (a.w.k[0] != 3) throw tut::Unsupported("the trial takes kernel 3 only");
+  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<3, 8, 32, 32, std::int64_t, T, 5>(s, a, a.index);
+  else bwd_v18_launch<3, 8, 32, 32, std::uint8_t, T, 5>(s, a, a.offset8);
+}
+template <class T>
+std::string bwd_v18_min5_refuses(const Window& w) {
+  if (const std::string why = bwd_v18_refuses<T>(w); !why.empty()) return why;
+  return w.k[0] == 3 ? std::string() : std::string("the trial takes kernel 3 only");
 }
 
 template <class T>
