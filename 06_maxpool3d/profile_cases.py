@@ -73,9 +73,6 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
-    # bwd v18 on kernel 3 stride 1 with 5 blocks per SM asked of the compiler, beside v18.
-    ("v18_min5", B, S1 + " indices=int64", ["v18_column_walk", "v18_min5"]),
-    ("v18_min5_compact", B, S1 + " indices=compact", ["v18_column_walk", "v18_min5"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

@@ -336,8 +336,6 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v27_early_loads", "deterministic, NCDHW, undilated: v25 with each warp's first outputs loaded before the wait for the plane's scale, and 8 loads in flight a thread in the rounding",
                                   &bwd_v27_early_loads<T>, &bwd_v25_scratch_bytes<T>, bwd_v27_kernels<T>(),
                                   &bwd_v27_refuses<T>),
-      backward_version<T>("v18_min5", "v18 on kernel 3 with 5 blocks per SM asked of the compiler (the trial)",
-                          &bwd_v18_min5<T>, {TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::int64_t, T, 5>), TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::uint8_t, T, 5>)}, &bwd_v18_min5_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

@@ -319,12 +319,20 @@ void bwd_v18_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
 // kernels 2 to 5 TH 8 x TW 32, LD 32. Kernel 3's was swept on the H200 (results/forms/v18_tiles.*:
 // nine tilings raced against PyTorch in one process); the best, 16 x 16, ran 0.985x where this one
 // ran 0.977x, the worst 0.900x. Not swept for the other kernels.
+//
+// The blocks per SM. Under `__launch_bounds__(256, 2)` the compiler gave kernel 3's kernels 61 and
+// 64 registers: 4 blocks of 256 threads per SM, 47 % of the warps resident, and the warps waited at
+// a barrier 35 % of the time (results/forms/v18_tiles.ncu.csv). Asking for 5 blocks gives 47 and 48
+// registers (the int64 kernel keeps 8 bytes on the stack: 4 local loads and stores,
+// tests/test_sass.cpp), so more warps are there to issue while others wait. Measured on the H200
+// (results/forms/v18_min5.*, one process): 1.039x PyTorch where 2 blocks ran 0.986x (compact 1.068x
+// and 1.022x); Nsight Compute 199.1 us against 210.5. Kernel 3 only: the others were not measured.
 template <int K, class T>
 void bwd_v18_dispatch(cudaStream_t s, const BackwardArgs<T>& a) {
-  constexpr int TH = K <= 5 ? 8 : 16, TW = 32, LD = 32;
-  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<K, TH, TW, LD>(s, a, a.index);
-  else if constexpr (K * K * K <= kMaxByteCells) bwd_v18_launch<K, TH, TW, LD>(s, a, a.offset8);
-  else bwd_v18_launch<K, TH, TW, LD>(s, a, a.offset16);
+  constexpr int TH = K <= 5 ? 8 : 16, TW = 32, LD = 32, MinBlocks = K == 3 ? 5 : 2;
+  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<K, TH, TW, LD, std::int64_t, T, MinBlocks>(s, a, a.index);
+  else if constexpr (K * K * K <= kMaxByteCells) bwd_v18_launch<K, TH, TW, LD, std::uint8_t, T, MinBlocks>(s, a, a.offset8);
+  else bwd_v18_launch<K, TH, TW, LD, std::int16_t, T, MinBlocks>(s, a, a.offset16);
 }
 
 template <class T>
@@ -334,26 +342,10 @@ void bwd_v18_column_walk(cudaStream_t s, const BackwardArgs<T>& a) {
   with_stage_kernel(a.w.k[0], [&](auto k) { bwd_v18_dispatch<decltype(k)::value>(s, a); });
 }
 
-// A trial: kernel 3 with 5 blocks of 256 threads per SM asked of the compiler (48 registers) instead
-// of 2 (it takes 64, 4 blocks), so that more warps hide the barriers.
-template <class T>
-void bwd_v18_min5(cudaStream_t s, const BackwardArgs<T>& a) {
-  check_backward(a, "bwd_v18_column_walk");
-  if (const std::string why = bwd_v18_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  if (a.w.k[0] != 3) throw tut::Unsupported("the trial takes kernel 3 only");
-  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<3, 8, 32, 32, std::int64_t, T, 5>(s, a, a.index);
-  else bwd_v18_launch<3, 8, 32, 32, std::uint8_t, T, 5>(s, a, a.offset8);
-}
-template <class T>
-std::string bwd_v18_min5_refuses(const Window& w) {
-  if (const std::string why = bwd_v18_refuses<T>(w); !why.empty()) return why;
-  return w.k[0] == 3 ? std::string() : std::string("the trial takes kernel 3 only");
-}
-
 template <class T>
 std::vector<const void*> bwd_v18_kernels() {
-  return {TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::int64_t, T>),
-          TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::uint8_t, T>),
+  return {TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::int64_t, T, 5>),
+          TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::uint8_t, T, 5>),
           TUT_KERNEL(bwd_v18_column_walk_kernel<8, 16, 32, std::int64_t, T>),
           TUT_KERNEL(bwd_v18_column_walk_kernel<8, 16, 32, std::int16_t, T>)};
 }

@@ -219,6 +219,12 @@ TEST_CASE("v7, v8 and v9 write dx without atomics; v8 zeroes in 16-byte stores; 
   CHECK(spills(channels) == 0);
 }
 
+TEST_CASE("bwd v18's kernel-3 kernels, asked for 5 blocks of 256 threads per SM: the byte-index one keeps nothing on the stack, the int64 one 4 local loads and stores" *
+          doctest::skip(kNoCuobjdump)) {
+  CHECK(spills(kernel("bwd_v18_column_walk_kernel<3, 8, 32, unsigned char, float, 5>")) == 0);
+  CHECK(spills(kernel("bwd_v18_column_walk_kernel<3, 8, 32, long, float, 5>")) <= 4);
+}
+
 TEST_CASE("bwd v13 stores 16 bytes per chunk without atomics; v14 loads and stores 16 bytes of channels without them" *
           doctest::skip(kNoCuobjdump)) {
   const auto& rows = kernel("bwd_v13_prefetch_rows_kernel<4, true, true, float>");
