@@ -181,6 +181,16 @@ std::vector<const void*> bwd_v25_kernels() {
   return glob_kernels<CleanCounters, FlatScatter, T>();
 }
 
+// A trial: v25 with its scatter asked for B blocks of 256 threads per SM (v25_min5, v25_min6).
+template <int B, class T>
+void bwd_v25_min(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size_t scratch_bytes) {
+  glob_run<CleanCounters, RunScatterOf<true, false, false, B>>(s, a, scratch, scratch_bytes, "bwd_v25_clean_counters", a.w.N * a.w.C, kGlobMaxParts);
+}
+template <int B, class T>
+std::vector<const void*> bwd_v25_min_kernels() {
+  return glob_kernels<CleanCounters, RunScatterOf<true, false, false, B>, T>();
+}
+
 template <class T>
 std::string bwd_v26_refuses(const Window& w) {
   return fixed_point_refuses(w, "bwd_v26_marked_sectors");
