@@ -73,9 +73,6 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
-    # bwd v25 on kernel 8 stride 1 with its scatter asked for 5 or 6 blocks per SM, beside v25.
-    ("v25_min", B, K8S1 + " indices=int64", ["v25_clean_counters", "v25_min5", "v25_min6"]),
-    ("v25_min_compact", B, K8S1 + " indices=compact", ["v25_clean_counters", "v25_min5", "v25_min6"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

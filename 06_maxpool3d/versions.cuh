@@ -336,12 +336,6 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v27_early_loads", "deterministic, NCDHW, undilated: v25 with each warp's first outputs loaded before the wait for the plane's scale, and 8 loads in flight a thread in the rounding",
                                   &bwd_v27_early_loads<T>, &bwd_v25_scratch_bytes<T>, bwd_v27_kernels<T>(),
                                   &bwd_v27_refuses<T>),
-      backward_scratch_version<T>("v25_min5", "v25 with its scatter asked for 5 blocks per SM (the trial)",
-                                  &bwd_v25_min<5, T>, &bwd_v25_scratch_bytes<T>, bwd_v25_min_kernels<5, T>(),
-                                  &bwd_v25_refuses<T>),
-      backward_scratch_version<T>("v25_min6", "v25 with its scatter asked for 6 blocks per SM (the trial)",
-                                  &bwd_v25_min<6, T>, &bwd_v25_scratch_bytes<T>, bwd_v25_min_kernels<6, T>(),
-                                  &bwd_v25_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

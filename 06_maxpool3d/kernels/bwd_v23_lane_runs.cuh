@@ -87,8 +87,8 @@ __device__ __forceinline__ void glob_term_flat(const Window& w, const GlobArgs& 
 
 // With Mark (v26), each add also sets its cell's bit in the plane's marks. With Early (v27), a
 // warp's first outputs of a plane are loaded before the block waits for the plane's scale.
-template <bool Flat, bool Mark, bool Early, class I, class T, int MinBlocks = 0>
-__global__ void __launch_bounds__(kGlobBlock, MinBlocks)
+template <bool Flat, bool Mark, bool Early, class I, class T>
+__global__ void __launch_bounds__(kGlobBlock)
     bwd_v23_scatter_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const GlobArgs g,
                            const FixBits* __restrict__ parts, int2* __restrict__ scale,
                            unsigned long long* __restrict__ counters) {
@@ -187,10 +187,10 @@ __global__ void __launch_bounds__(kGlobBlock, MinBlocks)
   }
 }
 
-template <bool Flat, bool Mark = false, bool Early = false, int MinBlocks = 0>
+template <bool Flat, bool Mark = false, bool Early = false>
 struct RunScatterOf {
   template <class I, class T>
-  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, Mark, Early, I, T, MinBlocks>; }
+  static auto kernel() { return &bwd_v23_scatter_kernel<Flat, Mark, Early, I, T>; }
 };
 using RunScatter = RunScatterOf<false>;   // v23's
 using FlatScatter = RunScatterOf<true>;   // v24's and v25's
