@@ -98,7 +98,10 @@ __device__ __forceinline__ void walk_add(float (&acc)[K], std::uint32_t r, float
     if (r == static_cast<std::uint32_t>(j)) acc[j] += v;
 }
 
-template <int K, int TH, int TW, class I, class T, int MinBlocks = 2>
+// Blocks per SM asked of the compiler: 5 on kernel 3 (measured, bwd_v18_dispatch below), else 2.
+inline constexpr int walk_min_blocks(int K) { return K == 3 ? 5 : 2; }
+
+template <int K, int TH, int TW, class I, class T, int MinBlocks = walk_min_blocks(K)>
 __global__ void __launch_bounds__(TH* TW, MinBlocks)
     bwd_v18_column_walk_kernel(const BackwardArgs<T> a, const I* __restrict__ idx, const SepArgs sa) {
   static_assert(std::is_same_v<T, float>, "the stages keep (float value, 32-bit word) pairs");
@@ -306,12 +309,12 @@ std::string bwd_v18_refuses(const Window& w) {
   return {};
 }
 
-template <int K, int TH, int TW, int LD, class I, class T, int MinBlocks = 2>
+template <int K, int TH, int TW, int LD, class I, class T>
 void bwd_v18_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
   static_assert(LD >= 1 && LD <= kWalkMaxLD, "a chunk's flags are kWalkMaxLD ints");
   SepArgs sa;
   const dim3 grid = stage_grid(a.w, TH, TW, LD, sa, "bwd_v18_column_walk");
-  bwd_v18_column_walk_kernel<K, TH, TW, I, T, MinBlocks><<<grid, TH * TW, 0, s>>>(a, idx, sa);
+  bwd_v18_column_walk_kernel<K, TH, TW, I, T><<<grid, TH * TW, 0, s>>>(a, idx, sa);
   TUT_CHECK_LAUNCH("bwd_v18_column_walk_kernel");
 }
 
@@ -326,13 +329,14 @@ void bwd_v18_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx) {
 // registers (the int64 kernel keeps 8 bytes on the stack: 4 local loads and stores,
 // tests/test_sass.cpp), so more warps are there to issue while others wait. Measured on the H200
 // (results/forms/v18_min5.*, one process): 1.039x PyTorch where 2 blocks ran 0.986x (compact 1.068x
-// and 1.022x); Nsight Compute 199.1 us against 210.5. Kernel 3 only: the others were not measured.
+// and 1.022x); Nsight Compute 199.1 us against 210.5. Kernel 3 only (walk_min_blocks, above the
+// kernel): the others were not measured.
 template <int K, class T>
 void bwd_v18_dispatch(cudaStream_t s, const BackwardArgs<T>& a) {
-  constexpr int TH = K <= 5 ? 8 : 16, TW = 32, LD = 32, MinBlocks = K == 3 ? 5 : 2;
-  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<K, TH, TW, LD, std::int64_t, T, MinBlocks>(s, a, a.index);
-  else if constexpr (K * K * K <= kMaxByteCells) bwd_v18_launch<K, TH, TW, LD, std::uint8_t, T, MinBlocks>(s, a, a.offset8);
-  else bwd_v18_launch<K, TH, TW, LD, std::int16_t, T, MinBlocks>(s, a, a.offset16);
+  constexpr int TH = K <= 5 ? 8 : 16, TW = 32, LD = 32;
+  if (a.w.indices == IndexFormat::int64) bwd_v18_launch<K, TH, TW, LD>(s, a, a.index);
+  else if constexpr (K * K * K <= kMaxByteCells) bwd_v18_launch<K, TH, TW, LD>(s, a, a.offset8);
+  else bwd_v18_launch<K, TH, TW, LD>(s, a, a.offset16);
 }
 
 template <class T>
@@ -344,8 +348,8 @@ void bwd_v18_column_walk(cudaStream_t s, const BackwardArgs<T>& a) {
 
 template <class T>
 std::vector<const void*> bwd_v18_kernels() {
-  return {TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::int64_t, T, 5>),
-          TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::uint8_t, T, 5>),
+  return {TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::int64_t, T>),
+          TUT_KERNEL(bwd_v18_column_walk_kernel<3, 8, 32, std::uint8_t, T>),
           TUT_KERNEL(bwd_v18_column_walk_kernel<8, 16, 32, std::int64_t, T>),
           TUT_KERNEL(bwd_v18_column_walk_kernel<8, 16, 32, std::int16_t, T>)};
 }
