@@ -93,6 +93,9 @@ PAIRS = [
     # fwd v10 (the maximum first) against v9 on the two one-run suite cases: the issue slots used.
     ("v10_run8", F, K8ON8, ["v9_run_reduce", "v10_max_first"]),
     ("v10_run4", F, K4S4, ["v9_run_reduce", "v10_max_first"]),
+    # bwd v29 (v25 with a kernel 1 of fewer instructions per dy) against v25, and PyTorch.
+    ("v29_k8s1", B, K8S1 + " indices=int64", ["v29_lean_scale", "v25_clean_counters", "aten.max_pool3d_with_indices_backward"]),
+    ("v29_k8s1_compact", B, K8S1 + " indices=compact", ["v29_lean_scale", "v25_clean_counters"]),
     # bwd v27 (v25 with its first loads early and 8 in flight in the rounding), v26 (v25 with
     # marks: only reached counters read), v25 (counters left zero, none zeroed
     # first), v24 (v23's terms without branches), v23 (v21 with a lane's runs added in registers)

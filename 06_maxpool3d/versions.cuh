@@ -36,6 +36,7 @@
 #include "kernels/bwd_v22_l2_plane_groups.cuh"
 #include "kernels/bwd_v23_lane_runs.cuh"
 #include "kernels/bwd_v25_clean_counters.cuh"
+#include "kernels/bwd_v29_lean_scale.cuh"
 #include "kernels/fwd_auto.cuh"
 #include "kernels/fwd_v0_naive.cuh"
 #include "kernels/fwd_v1_unrolled.cuh"
@@ -336,6 +337,9 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v27_early_loads", "deterministic, NCDHW, undilated: v25 with each warp's first outputs loaded before the wait for the plane's scale, and 8 loads in flight a thread in the rounding",
                                   &bwd_v27_early_loads<T>, &bwd_v25_scratch_bytes<T>, bwd_v27_kernels<T>(),
                                   &bwd_v27_refuses<T>),
+      backward_scratch_version<T>("v29_lean_scale", "deterministic, NCDHW, undilated: v25 with a kernel 1 that keeps two unsigned values a thread, the largest |dy| bits and the smallest lowest-bit key, without a branch",
+                                  &bwd_v29_lean_scale<T>, &bwd_v25_scratch_bytes<T>, bwd_v29_kernels<T>(),
+                                  &bwd_v29_refuses<T>),
       backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };

@@ -366,7 +366,9 @@ inline std::int64_t glob_round_parts(const Window& w, int unroll) {
 // round them in kernel 3 (v22 then drops their lines from the L2); v25 and v26 bring others.
 template <bool Discard>
 struct ZeroedCounters {
-  static constexpr bool zero_first = true, marks = false;
+  static constexpr bool marks = false;
+  template <class T>
+  static auto scale() { return &bwd_v21_scale_kernel<true, T>; }
   template <class T>
   static auto round() { return &bwd_v21_round_kernel<Discard, false, T>; }
   // Kernel 3's blocks per plane: two cells a thread, kGlobUnroll loads in flight.
@@ -406,8 +408,8 @@ void glob_launch(cudaStream_t s, const BackwardArgs<T>& a, const I* idx, unsigne
   for (g.first = 0; g.first < planes; g.first += group) {
     g.count = std::min(group, planes - g.first);
     const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(std::min<std::int64_t>(g.count, 65535)));
-    bwd_v21_scale_kernel<Counters::zero_first, T><<<grid, kGlobBlock, 0, s>>>(a.dy, w, g, parts, counters);
-    TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
+    Counters::template scale<T>()<<<grid, kGlobBlock, 0, s>>>(a.dy, w, g, parts, counters);
+    TUT_CHECK_LAUNCH("the scale kernel (bwd_v21_scale_kernel or bwd_v29_scale_kernel)");
     Scatter::template kernel<I, T>()<<<grid, kGlobBlock, 0, s>>>(a, idx, g, parts, scale, counters);
     TUT_CHECK_LAUNCH("the scatter kernel (bwd_v21_scatter_kernel or bwd_v23_scatter_kernel)");
     const dim3 round_grid(static_cast<unsigned>(std::clamp<std::int64_t>(per_plane, 1, kGlobRoundParts)), grid.y);
@@ -440,7 +442,7 @@ void bwd_v21_fixed_point_global(cudaStream_t s, const BackwardArgs<T>& a, void* 
 template <class Counters, class Scatter, class T>
 std::vector<const void*> glob_kernels() {
   const auto kernel = [](auto* k) { return reinterpret_cast<const void*>(k); };
-  return {kernel(&bwd_v21_scale_kernel<Counters::zero_first, T>), kernel(Scatter::template kernel<std::int64_t, T>()),
+  return {kernel(Counters::template scale<T>()), kernel(Scatter::template kernel<std::int64_t, T>()),
           kernel(Scatter::template kernel<std::uint8_t, T>()), kernel(Scatter::template kernel<std::int16_t, T>()),
           kernel(Counters::template round<T>())};
 }

@@ -143,7 +143,9 @@ __global__ void __launch_bounds__(kGlobBlock)
 // cells in flight a thread (v27: 8).
 template <int Unroll = kGlobUnroll>
 struct CleanCountersOf {
-  static constexpr bool zero_first = false, marks = false;
+  static constexpr bool marks = false;
+  template <class T>
+  static auto scale() { return &bwd_v21_scale_kernel<false, T>; }
   template <class T>
   static auto round() { return &bwd_v21_round_kernel<false, true, T, Unroll>; }
   static std::int64_t round_parts(const Window& w) { return glob_round_parts(w, Unroll); }
@@ -152,7 +154,9 @@ using CleanCounters = CleanCountersOf<>;
 
 // v26's: the same, with marks; kernel 3 a warp per kMarkWordsPerWarp words.
 struct MarkedCounters {
-  static constexpr bool zero_first = false, marks = true;
+  static constexpr bool marks = true;
+  template <class T>
+  static auto scale() { return &bwd_v21_scale_kernel<false, T>; }
   template <class T>
   static auto round() { return &bwd_v26_round_kernel<T>; }
   static std::int64_t round_parts(const Window& w) {

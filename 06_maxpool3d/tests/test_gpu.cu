@@ -329,7 +329,8 @@ TEST_SUITE("gpu") {
                                (v.name == "v24_flat_terms" && !ch06::bwd_v24_refuses<float>(w).empty()) ||
                                (v.name == "v25_clean_counters" && !ch06::bwd_v25_refuses<float>(w).empty()) ||
                                (v.name == "v26_marked_sectors" && !ch06::bwd_v26_refuses<float>(w).empty()) ||
-                               (v.name == "v27_early_loads" && !ch06::bwd_v27_refuses<float>(w).empty());
+                               (v.name == "v27_early_loads" && !ch06::bwd_v27_refuses<float>(w).empty()) ||
+                               (v.name == "v29_lean_scale" && !ch06::bwd_v29_refuses<float>(w).empty());
           expected += refused ? 0 : own;
         }
       }
@@ -405,6 +406,7 @@ TEST_SUITE("gpu") {
       if (ch06::bwd_v25_refuses<float>(w).empty()) names.push_back("v25_clean_counters");
       if (ch06::bwd_v26_refuses<float>(w).empty()) names.push_back("v26_marked_sectors");
       if (ch06::bwd_v27_refuses<float>(w).empty()) names.push_back("v27_early_loads");
+      if (ch06::bwd_v29_refuses<float>(w).empty()) names.push_back("v29_lean_scale");
       for (const char* name : names) {
         first[name] = run(name);
         int differs = 0;
@@ -443,7 +445,7 @@ TEST_SUITE("gpu") {
       CHECK(rounded_apart > 0);  // the order matters on this case: the test above can fail
       for (const char* stage_version : {"v15_separable_stages", "v18_column_walk", "v19_fixed_point_tile", "v21_fixed_point_global",
                                        "v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms", "v25_clean_counters",
-                                       "v26_marked_sectors", "v27_early_loads"}) {
+                                       "v26_marked_sectors", "v27_early_loads", "v29_lean_scale"}) {
         if (!first.count(stage_version)) continue;
         const auto st = as_floats(first[stage_version]);
         int st_far = 0, st_apart = 0;
@@ -457,7 +459,7 @@ TEST_SUITE("gpu") {
       }
       MESSAGE(c.name, ": the scatter's first run and v1 differ in the last bits at ", rounded_apart, " elements");
       for (const char* exact : {"v22_l2_plane_groups", "v23_lane_runs", "v24_flat_terms", "v25_clean_counters",
-                                "v26_marked_sectors", "v27_early_loads"})  // exact sums, rounded once
+                                "v26_marked_sectors", "v27_early_loads", "v29_lean_scale"})  // exact sums, rounded once
         if (first.count(exact)) CHECK(first[exact] == first["v21_fixed_point_global"]);
     }
   }
@@ -1050,7 +1052,11 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     check_fixed_point("v27_early_loads", &ch06::bwd_v27_refuses<float>);
   }
-  TEST_CASE("newest rungs: bwd v25, v26 and v27 leave their counters and marks zero: one scratch, launch after launch on new indices and dy (a plane that falls back, all-zero dy), each dx v24's bits" *
+  TEST_CASE("newest rungs: bwd v29 against the reference (kernels 2 to 8, strides 1 to 3, padding, tails, both formats), exactly rounded sums, v1's bits on a plane that falls back, the same bits every run" *
+            tut::needs_gpu()) {
+    check_fixed_point("v29_lean_scale", &ch06::bwd_v29_refuses<float>);
+  }
+  TEST_CASE("newest rungs: bwd v25, v26, v27 and v29 leave their counters and marks zero: one scratch, launch after launch on new indices and dy (a plane that falls back, all-zero dy), each dx v24's bits" *
             tut::needs_gpu()) {
     // Their kernel 1 does not zero the counters: each launch must leave the scratch as it found it.
     // The scratch is kept here across launches, as a trial keeps its workspace; after each launch
@@ -1102,6 +1108,82 @@ TEST_SUITE("gpu") {
       check("v27_early_loads", false, [&](tut::DeviceBuffer<unsigned char>& s) {
         ch06::bwd_v27_early_loads<float>(nullptr, inst->args(), s.data(), s.bytes());
       });
+      check("v29_lean_scale", false, [&](tut::DeviceBuffer<unsigned char>& s) {
+        ch06::bwd_v29_lean_scale<float>(nullptr, inst->args(), s.data(), s.bytes());
+      });
+    }
+  }
+  TEST_CASE("newest rungs: bwd v29's kernel 1 gives v21's partials, block by block: zeros, subnormals, powers of two, one-bit mantissas, the whole exponent range, NaN and Inf" *
+            tut::needs_gpu()) {
+    // v29 finds each plane's top bit and lowest set bit from unsigned keys instead of v19's parts;
+    // the partials must be v21's wherever the plane's dy are finite (where one is not, only the
+    // flag is used). Both kernels run on one dy with the same grid and each block's partial is
+    // compared. The first shape leaves blocks with part-strips and none; the second makes each
+    // block loop over two strips.
+    const auto& bwd = ch06::maxpool3d_backward_f32();
+    const std::vector<Spec> setups = {{{1, 9, 40, 41, 43}, {2}, {1}, {0}, {1}, 0, "NCDHW", "int64"},
+                                      {{1, 9, 64, 64, 66}, {1}, {1}, {0}, {1}, 0, "NCDHW", "int64"}};
+    for (const auto& setup : setups) {
+      const auto c = ch06::make_pool_case(setup, true);
+      INFO(c.name);
+      const auto inst = tut::instantiate(bwd, c, tut::test_options(bwd.name, c));
+      const auto& w = inst->window();
+      const auto plane = static_cast<std::size_t>(w.out_plane());
+      const std::int64_t planes = w.N * w.C;
+      REQUIRE(planes == 9);
+      tut::Random rng(91);
+      std::vector<float> dy(static_cast<std::size_t>(w.out_numel()), 0.0f);  // plane 0: all zero
+      const auto bits = [&](std::size_t i, std::uint32_t lo, std::uint32_t hi) {  // a random pattern in [lo, hi]
+        return lo + static_cast<std::uint32_t>(rng.unit(i) * (static_cast<double>(hi - lo) + 1.0)) % (hi - lo + 1);
+      };
+      for (std::size_t i = 0; i < plane; ++i) {
+        const std::uint32_t sign = rng.unit(i + 7 * plane) < 0.5 ? 0x80000000u : 0u;
+        const auto f = [](std::uint32_t u) { float v; std::memcpy(&v, &u, 4); return v; };
+        dy[1 * plane + i] = i % 3 ? f(sign | bits(i, 1, 0x7FFFFF)) : 0.0f;             // subnormals and zeros
+        dy[2 * plane + i] = f(sign | (bits(i, 1, 254) << 23));                          // powers of two, every exponent
+        dy[3 * plane + i] = f(sign | (bits(i, 1, 254) << 23) | (1u << (i % 23)));      // one bit below the implicit one
+        dy[4 * plane + i] = f(sign | bits(i, 0, 0x7F7FFFFF));                           // any finite float
+        dy[5 * plane + i] = f(sign | (bits(i, 100, 126) << 23) | (bits(i, 0, 0x7FFFFF) & ~0xFFFu));  // 27 binades, coarse bits
+        dy[6 * plane + i] = i % 5 ? f(sign | bits(i, 0x3F800000, 0x40000000)) : 0.0f;  // [1, 2], zeros
+        dy[7 * plane + i] = f(bits(i, 0x3F800000, 0x40000000));
+        dy[8 * plane + i] = f(bits(i, 0x3F800000, 0x40000000));
+      }
+      dy[5 * plane + plane / 2] = 1.0e-45f;  // the smallest subnormal in a plane of coarse values
+      dy[7 * plane + plane - 1] = std::numeric_limits<float>::quiet_NaN();
+      dy[8 * plane + 1] = -std::numeric_limits<float>::infinity();
+      upload(*inst, "dy", dy);
+      ch06::GlobArgs g;
+      g.first = 0;
+      g.count = planes;
+      g.parts = ch06::glob_parts(w, planes, ch06::kGlobMaxParts);
+      const auto n = static_cast<std::size_t>(planes * g.parts);
+      tut::DeviceBuffer<ch06::FixBits> p21(n), p29(n);
+      tut::DeviceBuffer<unsigned long long> unused(1);
+      const dim3 grid(static_cast<unsigned>(g.parts), static_cast<unsigned>(planes));
+      const auto* d = static_cast<const float*>(inst->operand("dy").device());
+      ch06::bwd_v21_scale_kernel<false, float><<<grid, ch06::kGlobBlock>>>(d, w, g, p21.data(), unused.data());
+      TUT_CHECK_LAUNCH("bwd_v21_scale_kernel");
+      ch06::bwd_v29_scale_kernel<float><<<grid, ch06::kGlobBlock>>>(d, w, g, p29.data(), unused.data());
+      TUT_CHECK_LAUNCH("bwd_v29_scale_kernel");
+      TUT_CUDA(cudaDeviceSynchronize());
+      std::vector<ch06::FixBits> a(n), b(n);
+      TUT_CUDA(cudaMemcpy(a.data(), p21.data(), n * sizeof(ch06::FixBits), cudaMemcpyDeviceToHost));
+      TUT_CUDA(cudaMemcpy(b.data(), p29.data(), n * sizeof(ch06::FixBits), cudaMemcpyDeviceToHost));
+      int differ = 0, empty = 0, subnormal_low = 0, flagged_finite = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        const bool finite = static_cast<std::int64_t>(k) / g.parts < 7;  // planes 7 and 8 hold a NaN, an Inf
+        flagged_finite += finite && a[k].bad;
+        differ += b[k].bad != a[k].bad || (finite && (b[k].top != a[k].top || b[k].low != a[k].low));
+        empty += a[k].top == INT_MIN;
+        subnormal_low += a[k].low == -149;
+      }
+      CHECK(flagged_finite == 0);
+      CHECK(differ == 0);
+      CHECK(empty > 0);          // plane 0, and blocks past a plane's end: the empty partial compared
+      CHECK(subnormal_low > 0);  // 2^-149 seen as some block's lowest bit
+      int flagged = 0;
+      for (std::int64_t k = 7 * g.parts; k < 9 * g.parts; ++k) flagged += b[static_cast<std::size_t>(k)].bad;
+      CHECK(flagged >= 2);  // the NaN's block and the Inf's
     }
   }
   TEST_CASE("newest rungs: bwd v22 in groups of 1, 2, 3 and 4 planes gives v21's bits, with v21's scatter, v23's and v24's, a plane that falls back included, every dx element written" *

@@ -424,6 +424,15 @@ TEST_CASE("bwd v25 and v26 do not zero their counters in kernel 1; v26's scatter
   CHECK(spills(round) == 0);
 }
 
+TEST_CASE("bwd v29's kernel 1 is shorter than v25's, stores no counters and does not spill" * doctest::skip(kNoCuobjdump)) {
+  const auto& v25 = kernel("bwd_v21_scale_kernel<false, float>");
+  const auto& v29 = kernel("bwd_v29_scale_kernel<float>");
+  CHECK(v29.code.size() < v25.code.size());
+  CHECK(tut::count_memory_ops(v29, "STG", 128) == 0);
+  CHECK(tut::count_opcode(v29, "FLO") == 12);  // a lowest set bit per dy of a strip of 3 kGlobUnroll, one copy
+  CHECK(spills(v29) == 0);
+}
+
 TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and has no atomics or spills" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* name : {"bwd_v20_plane_fill_kernel<long, float>", "bwd_v20_plane_fill_kernel<unsigned char, float>",
