@@ -16,7 +16,8 @@
 //      global memory, a lane's runs added in registers first, the counters left zero by the launch
 //      (auto then needs v25's scratch, 8 bytes per dx element, zeroed once when allocated and kept
 //      by the caller between launches; v21 to v24 zero their counters first, v26 also marks them,
-//      v27 issues its loads earlier: they lost to it, not choices);
+//      v27 issues its loads earlier: they lost to it; v29's leaner kernel 1 gained within the
+//      noise: not choices);
 //   5. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   6. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.

@@ -107,7 +107,9 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      PyTorch (1.044x compact) where v24 ran 0.859x (0.897x) (results/NVIDIA_H200.v25_race.txt).
 //      v26, v25 with a bit per 4 cells so that the rounding reads only reached counters, lost to
 //      it on every kernel, and v27, v25 with its loads issued earlier, lost on kernels 6 and 8
-//      (results/forms/v27.*): not choices;
+//      (results/forms/v27.*); v29, v25 with a kernel 1 of half the instructions (6.3 us against
+//      7.1 under Nsight Compute), raced 1.020x and 1.002x PyTorch where v25 ran 0.998x and 1.012x,
+//      and in one process per kernel within the spread of v25 (results/forms/v29.*): not choices;
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
 //      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,

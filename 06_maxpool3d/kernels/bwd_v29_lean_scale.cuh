@@ -26,6 +26,13 @@
 // (3.0 us at one instruction a cycle on each scheduler): from 7.1 us to about 5.6, and v29 gains that
 // over v25, about 3 % of a backward of 45 us.
 //
+// Measured (H200, results/forms/v29.*, one session): right about the instructions, 1.50 M warp
+// instructions against v25's 3.15 M; half right about the time, 6.3 us against 7.1 with the caches
+// flushed (7.0 against 8.7 with the L2 kept), its warps now waiting on a load 48 % of the time. The
+// backward raced 1.020x and 1.002x PyTorch where v25 ran 0.998x and 1.012x (compact 1.056x and
+// 1.036x against 1.042x and 1.025x), and in one process per kernel (3 to 8) within the spread of
+// v25: a gain inside the noise, so auto keeps v25.
+//
 // Limits and scratch: v25's; it also needs the counters zero before the first launch.
 #pragma once
 
