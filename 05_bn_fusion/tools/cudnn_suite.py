@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Our best version against cuDNN, case by case, from a benchmark's JSON (results/<gpu>.json, or a
 file of one problem's suite): for each problem and case, the fastest of our versions that passed,
-cuDNN's fastest accepted path, and our time over cuDNN's (below 1: ours is faster). Every number
-comes from the one process that wrote the file.
+cuDNN's fastest accepted path, and our time over cuDNN's (below 1: ours is faster); then the count,
+and the count in each layout. Every number comes from the one process that wrote the file.
 
   tools/cudnn_suite.py results/NVIDIA_H100_80GB_HBM3.json [more.json ...]
 
@@ -56,6 +56,7 @@ def rows(path, verdicts):
     print(f"{path}: {doc['gpu']}, {doc['date']}, commit {doc['commit']}")
     print(f"{'problem':26s} {'case':32s} {'ours, fastest':>28s} {'cuDNN, fastest accepted':>36s} {'ours/cuDNN':>10s}")
     ahead = behind = 0
+    by_layout = {}  # layout -> [accepted, ours slower]
     for (problem, case), runs in cases.items():
         ours = [r for r in runs if r["kind"] == "own"]
         lib = [r for r in runs if r.get("library") == "cuDNN"]
@@ -67,9 +68,14 @@ def rows(path, verdicts):
         ratio = o["ms_median"] / c["ms_median"]
         ahead, behind = ahead + (ratio <= 1), behind + (ratio > 1)
         verdicts[(problem, short)] = ratio <= 1
+        layout = next((w.split("=", 1)[1] for w in case.split() if w.startswith("layout=")), "?")
+        tally = by_layout.setdefault(layout, [0, 0])
+        tally[0], tally[1] = tally[0] + 1, tally[1] + (ratio > 1)
         print(f"{problem:26s} {short:32s} {o['version']:>18s} {o['ms_median']:.4f} ms "
               f"{c['version']:>26s} {c['ms_median']:.4f} ms {ratio:10.3f}")
     print(f"cases cuDNN accepted: {ahead + behind}   ours at least as fast: {ahead}   ours slower: {behind}")
+    for layout, (accepted, slower) in sorted(by_layout.items()):
+        print(f"{layout} alone: {accepted} accepted   {accepted - slower} ours at least as fast   {slower} ours slower")
 
 
 def main():
