@@ -93,6 +93,11 @@ PAIRS = [
     # fwd v10 (the maximum first) against v9 on the two one-run suite cases: the issue slots used.
     ("v10_run8", F, K8ON8, ["v9_run_reduce", "v10_max_first"]),
     ("v10_run4", F, K4S4, ["v9_run_reduce", "v10_max_first"]),
+    # fwd v13 (a thread's outputs side by side along W, one 16-byte load a window row) against the
+    # best single-output versions, in half and in float.
+    ("v13_k2s2_f16", "maxpool3d_f16", HALVE, ["v13_output_packs", "v2_interior_border"]),
+    ("v13_k2s2", F, HALVE, ["v13_output_packs", "v4_layout_ncdt"]),
+    ("v13_thin", F, THIN, ["v13_output_packs", "v4_layout_ncdt"]),
     # bwd v29 (v25 with a kernel 1 of fewer instructions per dy) against v25, and PyTorch.
     ("v29_k8s1", B, K8S1 + " indices=int64", ["v29_lean_scale", "v25_clean_counters", "aten.max_pool3d_with_indices_backward"]),
     ("v29_k8s1_compact", B, K8S1 + " indices=compact", ["v29_lean_scale", "v25_clean_counters"]),

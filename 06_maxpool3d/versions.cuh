@@ -50,6 +50,7 @@
 #include "kernels/fwd_v9_run_reduce.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/fwd_v11_columns_max.cuh"
+#include "kernels/fwd_v13_output_packs.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -161,6 +162,8 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
       forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
                          &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
+      forward_version<T>("v13_output_packs", "NCDHW, windows side by side along W: a thread takes the outputs whose window rows fill 16 bytes, one load a row",
+                         &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
@@ -198,6 +201,8 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
       forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
                          &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
+      forward_version<T>("v13_output_packs", "NCDHW, windows side by side along W: a thread takes the outputs whose window rows fill 16 bytes, one load a row",
+                         &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

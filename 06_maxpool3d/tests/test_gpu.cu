@@ -268,9 +268,35 @@ TEST_SUITE("gpu") {
     tut::check_cases(only(ch06::forward_f16_problem(), {"v11_columns_max"}), cases);
   }
 
+  TEST_CASE("newest rungs: fwd v13 against the reference: packs of 2, 4 and 8 outputs, rows read whole or cell by cell, padding and ceil_mode in D and H, non-cubic windows, each format, float and half" *
+            tut::needs_gpu()) {
+    std::vector<tut::Case> cases;
+    for (const char* idx : kFormats)
+      for (Spec s : std::vector<Spec>{{{2, 3, 5, 7, 32}, {2}, {2}, {0}},                     // rows of 16-byte packs
+                                      {{2, 3, 6, 9, 24}, {3, 3, 2}, {2, 2, 2}, {1, 1, 0}},   // padded in D and H
+                                      {{1, 2, 5, 6, 16}, {2, 2, 1}, {1, 1, 1}, {0}},         // kernel 1 along W, overlap in D, H
+                                      {{1, 2, 4, 4, 64}, {1, 1, 4}, {1, 1, 4}, {0}},         // kernel 4 along W (half only)
+                                      {{2, 2, 7, 9, 16}, {2}, {2}, {0}, {1}, 1},             // ceil_mode in D and H
+                                      {{2, 3, 5, 6, 21}, {2}, {2}, {0}, {1}, 1},             // odd W: cell by cell, last window cut
+                                      {{1, 1, 1, 1, 2}, {1, 1, 2}, {1, 1, 2}, {0}}}) {       // one output
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, false));
+      }
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v13_output_packs"}), cases);
+    tut::check_cases(only(ch06::forward_f16_problem(), {"v13_output_packs"}), cases);
+    // Every backward on the indices v13 wrote (the chains test's probe, kernel 3 stride 2, is one v13 refuses).
+    const auto fwd13 = only(ch06::forward_f32_problem(), {"v13_output_packs"});
+    const tut::ProblemEntry fwd13_entry = tut::erase(fwd13);
+    std::vector<tut::Case> chain;
+    for (const char* idx : {"int64", "compact"})
+      chain.push_back(ch06::make_pool_case({{2, 3, 6, 8, 32}, {2}, {2}, {0}, {1}, 0, "NCDHW", idx}, true));
+    CHECK(tut::check_chains(ch06::maxpool3d_backward_f32(), chain, &fwd13_entry) > 0);
+  }
+
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
     std::vector<tut::Case> cases = {ch06::make_pool_case({{2, 8, 5, 7, 9}, {3}, {2}, {1}, {1}, 0, "NDHWC", "int64"}, false),
-                                    ch06::make_pool_case({{2, 3, 7, 8, 9}, {2}, {2}, {0}, {1}, 0, "NCDHW", "compact"}, false)};
+                                    ch06::make_pool_case({{2, 3, 7, 8, 9}, {2}, {2}, {0}, {1}, 0, "NCDHW", "compact"}, false),
+                                    ch06::make_pool_case({{2, 3, 4, 6, 16}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false)};  // v13's rows of 16 bytes
     if (tut::under_sanitizer()) cases.resize(1);
     tut::check_offsets(ch06::maxpool3d_f32(), cases);
     tut::check_offsets(ch06::maxpool3d_f16(), cases);

@@ -424,6 +424,20 @@ TEST_CASE("bwd v25 and v26 do not zero their counters in kernel 1; v26's scatter
   CHECK(spills(round) == 0);
 }
 
+TEST_CASE("fwd v13 reads a window row of its outputs with one 16-byte load where rows allow, cell by cell otherwise, and does not spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* t : {"float", "__half"})
+    for (const char* kw : {"1", "2"}) {
+      const auto& wide = kernel(std::string("fwd_v13_output_packs_kernel<") + kw + ", " + t + ", true>");
+      const auto& narrow = kernel(std::string("fwd_v13_output_packs_kernel<") + kw + ", " + t + ", false>");
+      INFO(wide.name);
+      CHECK(tut::count_memory_ops(wide, "LDG", 128) >= 1);
+      CHECK(tut::count_memory_ops(narrow, "LDG", 128) == 0);
+      CHECK(spills(wide) == 0);
+      CHECK(spills(narrow) == 0);
+    }
+}
+
 TEST_CASE("bwd v29's kernel 1 is shorter than v25's, stores no counters and does not spill" * doctest::skip(kNoCuobjdump)) {
   const auto& v25 = kernel("bwd_v21_scale_kernel<false, float>");
   const auto& v29 = kernel("bwd_v29_scale_kernel<float>");

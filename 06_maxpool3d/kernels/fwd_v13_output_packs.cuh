@@ -1,0 +1,181 @@
+// fwd v13_output_packs: a thread takes P outputs side by side along W, and reads the part of each
+// window row they share as one 16-byte access.
+//
+// Why. On the float16 suite case 2 x 64 x 32 x 112^2, kernel 2 stride 2 in NCDHW, the best version
+// (v2) reached 0.413 of copy on the H200 (results/NVIDIA_H200.json), where in float v4 reached
+// 0.960 of it. v1, v2, v4 and v5 give a thread one output: in half a window row of kernel 2 is two
+// 2-byte values, so each load instruction moves half the bytes it moves in float, and the same
+// instructions carry half the data.
+//
+// How. Where the windows along W are side by side (stride = kernel along W, no padding along W) and
+// a row of them is kW x sizeof(T) <= 8 bytes, P = 16 / (kW x sizeof(T)) neighbouring outputs read
+// their P x kW cells of each row with one 16-byte load (tut::ew::Packed): in half, kernel 2 takes 4
+// outputs a thread, kernel 4 two; in float, kernel 2 two, kernel 1 four. The loop runs over the
+// window's slices and rows in scan order, so each output keeps PyTorch's rule (kernels/pool.cuh)
+// and its cell. Slices and rows outside the input (padding along D or H, ceil_mode) are skipped by
+// a test per row; a pack whose windows pass the end of a row (ceil_mode, or the row's last outputs)
+// takes every cell with a test instead. The 16-byte loads need x and every row on 16 bytes (W x
+// sizeof(T) a multiple of 16); otherwise the same kernel reads cell by cell.
+//
+// Prediction (before any run): on that case about 4 times fewer load instructions per byte than
+// v2, so near float's fraction of copy, about 0.9; in float on kernel 2 stride 2, level with v4.
+//
+// Limits, refused before launch: NCDHW, dilation 1, stride = kernel and padding 0 along W, kW x
+// sizeof(T) at most 8 bytes, a plane that fits 32-bit offsets.
+#pragma once
+
+#include "kernels/pool.cuh"
+#include "kernels/window_body.cuh"
+#include "tut/elementwise.cuh"
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ch06 {
+
+inline constexpr int kPackBlock = 256;
+inline constexpr int kPackRows = 4;  // window rows a thread loads before it compares
+
+// Outputs a thread takes for a window row of KW elements of T: 16 bytes of cells.
+template <int KW, class T>
+inline constexpr int kOutputPack = 16 / static_cast<int>(KW * sizeof(T));
+
+// How a pack number decodes into (plane, od, oh, first ow): packs per row of outputs, then oH, oD.
+struct PackDecode {
+  std::int64_t packs = 0;  // in the launch
+  FastDiv by_row, by_oh, by_od;
+  int per_row = 1;
+  bool narrow = false;  // packs < 2^31: the FastDiv path
+};
+
+template <int KW, class T, bool Wide>
+__global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(ForwardArgs<T> a, PackDecode pd) {
+  constexpr int P = kOutputPack<KW, T>;
+  const Window& w = a.w;
+  const int H = w.H, W = w.W, kd = w.k[0], kh = w.k[1];
+  const std::int64_t plane = w.in_plane();
+  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; t < pd.packs;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t row, z, nc;
+    int pk, oh, od;
+    if (pd.narrow) {
+      const auto u = static_cast<std::uint32_t>(t);
+      const std::uint32_t r = pd.by_row.div(u), zz = pd.by_oh.div(r), n = pd.by_od.div(zz);
+      pk = static_cast<int>(u - r * static_cast<std::uint32_t>(pd.per_row));
+      oh = static_cast<int>(r - zz * static_cast<std::uint32_t>(w.oH));
+      od = static_cast<int>(zz - n * static_cast<std::uint32_t>(w.oD));
+      row = r, z = zz, nc = n;
+    } else {
+      row = t / pd.per_row, z = row / w.oH, nc = z / w.oD;
+      pk = static_cast<int>(t - row * pd.per_row), oh = static_cast<int>(row - z * w.oH), od = static_cast<int>(z - nc * w.oD);
+    }
+    const int ow0 = pk * P, d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow0 * KW;
+    const T* x = a.x + nc * plane;
+    const bool whole = Wide && ow0 + P <= w.oW && w0 + P * KW <= W;  // every cell of every window's row in
+    T best[P];
+    int cell[P];
+    const int first = first_cell_undilated(kh, KW, d0, h0, 0);  // w0 >= 0: the same for all P
+#pragma unroll
+    for (int p = 0; p < P; ++p) best[p] = lowest<T>(), cell[p] = first;
+    // The window's rows in scan order (q = jd kh + jh), kRows at a time: their loads first, then
+    // the compares in order. A row outside the input (padding, ceil_mode) reads as -inf, which the
+    // rule never takes, the same as skipping it.
+    const int rows = kd * kh;
+    int jd = 0, jh = 0;
+    const auto scan = [&](auto wide) {
+      for (int q0 = 0; q0 < rows; q0 += kPackRows) {
+        T v[kPackRows][P * KW];
+#pragma unroll
+        for (int i = 0; i < kPackRows; ++i) {
+          const bool in = q0 + i < rows && static_cast<unsigned>(d0 + jd) < static_cast<unsigned>(w.D) &&
+                          static_cast<unsigned>(h0 + jh) < static_cast<unsigned>(H);
+          const T* r = x + ((d0 + jd) * H + (h0 + jh)) * W + w0;
+          if constexpr (decltype(wide)::value) {
+            tut::ew::Packed<T, P * KW> pack;
+            if (in) pack = *reinterpret_cast<const tut::ew::Packed<T, P * KW>*>(r);
+#pragma unroll
+            for (int j = 0; j < P * KW; ++j) v[i][j] = in ? pack.elem[j] : lowest<T>();
+          } else {
+#pragma unroll
+            for (int j = 0; j < P * KW; ++j) v[i][j] = in && w0 + j < W ? r[j] : lowest<T>();
+          }
+          if (++jh == kh) jh = 0, ++jd;
+        }
+#pragma unroll
+        for (int i = 0; i < kPackRows; ++i)
+#pragma unroll
+          for (int p = 0; p < P; ++p)
+#pragma unroll
+            for (int jw = 0; jw < KW; ++jw)
+              if (replaces(best[p], v[i][p * KW + jw])) best[p] = v[i][p * KW + jw], cell[p] = (q0 + i) * KW + jw;
+      }
+    };
+    if (whole) scan(std::true_type{});
+    else scan(std::false_type{});
+    const std::int64_t o = row * w.oW + ow0;
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (ow0 + p < w.oW) store_result<0, 0, KW>(a, o + p, best[p], cell[p], d0, h0, w0 + p * KW);
+  }
+}
+
+template <class T>
+std::string fwd_v13_refuses(const Window& w) {
+  const char* who = "fwd_v13_output_packs";
+  if (w.layout != Layout::ncdhw) return std::string(who) + " reads the layout NCDHW only";
+  if (w.dilated()) return std::string(who) + " takes dilation 1 only";
+  if (w.s[2] != w.k[2] || w.p[2] != 0)
+    return std::string(who) + " takes windows side by side along W: stride = kernel and padding 0 there";
+  if (w.k[2] * static_cast<int>(sizeof(T)) > 8 || 16 % (w.k[2] * static_cast<int>(sizeof(T))) != 0)
+    return std::string(who) + " takes window rows of 2, 4 or 8 bytes (kernel 1 or 2 along W in float; 1, 2 or 4 in half)";
+  if (!plane_fits_32_bits(w)) return std::string(who) + " indexes a plane in 32 bits; this one is larger";
+  return {};
+}
+
+// A window row's kernel along W as a compile-time value, for the widths fwd_v13_refuses takes.
+template <class T, class F>
+void with_pack_row(const Window& w, F&& f) {
+  switch (w.k[2]) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    default:
+      if constexpr (sizeof(T) == 2) return f(std::integral_constant<int, 4>{});
+  }
+}
+
+template <class T>
+void fwd_v13_output_packs(cudaStream_t s, const ForwardArgs<T>& a) {
+  check_forward(a, "fwd_v13_output_packs");
+  if (const std::string why = fwd_v13_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
+  const Window& w = a.w;
+  // 16-byte loads where x and every row start on 16 bytes; else the same kernel, cell by cell.
+  const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && (w.W * sizeof(T)) % 16 == 0;
+  with_pack_row<T>(w, [&](auto kw) {
+    constexpr int KW = decltype(kw)::value, P = kOutputPack<KW, T>;
+    PackDecode pd;
+    pd.per_row = (w.oW + P - 1) / P;
+    const std::int64_t rows = w.N * w.C * w.oD * w.oH;
+    pd.packs = rows * pd.per_row;
+    pd.narrow = pd.packs < std::numeric_limits<std::int32_t>::max();
+    if (pd.narrow) pd.by_row = FastDiv(pd.per_row), pd.by_oh = FastDiv(w.oH), pd.by_od = FastDiv(w.oD);
+    const unsigned grid = grid_for(pd.packs, kPackBlock, "fwd_v13_output_packs");
+    if (wide) fwd_v13_output_packs_kernel<KW, T, true><<<grid, kPackBlock, 0, s>>>(a, pd);
+    else fwd_v13_output_packs_kernel<KW, T, false><<<grid, kPackBlock, 0, s>>>(a, pd);
+  });
+  TUT_CHECK_LAUNCH("fwd_v13_output_packs_kernel");
+}
+
+template <class T>
+std::vector<const void*> fwd_v13_kernels() {
+  std::vector<const void*> k = {TUT_KERNEL((fwd_v13_output_packs_kernel<1, T, true>)), TUT_KERNEL((fwd_v13_output_packs_kernel<1, T, false>)),
+                                TUT_KERNEL((fwd_v13_output_packs_kernel<2, T, true>)), TUT_KERNEL((fwd_v13_output_packs_kernel<2, T, false>))};
+  if constexpr (sizeof(T) == 2) {
+    k.push_back(TUT_KERNEL((fwd_v13_output_packs_kernel<4, T, true>)));
+    k.push_back(TUT_KERNEL((fwd_v13_output_packs_kernel<4, T, false>)));
+  }
+  return k;
+}
+
+}  // namespace ch06
