@@ -50,6 +50,14 @@ struct PackDecode {
   bool narrow = false;  // packs < 2^31: the FastDiv path
 };
 
+// A value as float for the compares, and its own bits to store (a float is its own bits).
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float as_bits(float v) { return v; }
+__device__ __forceinline__ unsigned short as_bits(__half v) { return __half_as_ushort(v); }
+__device__ __forceinline__ float value_of(float b) { return b; }
+__device__ __forceinline__ __half value_of(unsigned short b) { return __ushort_as_half(b); }
+
 template <int KW, class T, bool Wide>
 __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(ForwardArgs<T> a, PackDecode pd) {
   constexpr int P = kOutputPack<KW, T>;
@@ -74,11 +82,15 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
     const int ow0 = pk * P, d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow0 * KW;
     const T* x = a.x + nc * plane;
     const bool whole = Wide && ow0 + P <= w.oW && w0 + P * KW <= W;  // every cell of every window's row in
-    T best[P];
+    // The compares run in float: in half each cell is converted once (exactly), and the chosen
+    // cell's own bits are kept beside it, so y is the input's value, NaN payloads and -0 included.
+    using Bits = std::conditional_t<std::is_same_v<T, __half>, unsigned short, float>;
+    float best[P];
+    Bits bits[P];
     int cell[P];
     const int first = first_cell_undilated(kh, KW, d0, h0, 0);  // w0 >= 0: the same for all P
 #pragma unroll
-    for (int p = 0; p < P; ++p) best[p] = lowest<T>(), cell[p] = first;
+    for (int p = 0; p < P; ++p) best[p] = -INFINITY, bits[p] = as_bits(lowest<T>()), cell[p] = first;
     // The window's rows in scan order (q = jd kh + jh), kRows at a time: their loads first, then
     // the compares in order. A row outside the input (padding, ceil_mode) reads as -inf, which the
     // rule never takes, the same as skipping it.
@@ -109,7 +121,11 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
           for (int p = 0; p < P; ++p)
 #pragma unroll
             for (int jw = 0; jw < KW; ++jw)
-              if (replaces(best[p], v[i][p * KW + jw])) best[p] = v[i][p * KW + jw], cell[p] = (q0 + i) * KW + jw;
+            {
+              const T c = v[i][p * KW + jw];
+              const float f = to_float(c);
+              if (replaces(best[p], f)) best[p] = f, bits[p] = as_bits(c), cell[p] = (q0 + i) * KW + jw;
+            }
       }
     };
     if (whole) scan(std::true_type{});
@@ -117,7 +133,7 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
     const std::int64_t o = row * w.oW + ow0;
 #pragma unroll
     for (int p = 0; p < P; ++p)
-      if (ow0 + p < w.oW) store_result<0, 0, KW>(a, o + p, best[p], cell[p], d0, h0, w0 + p * KW);
+      if (ow0 + p < w.oW) store_result<0, 0, KW>(a, o + p, value_of(bits[p]), cell[p], d0, h0, w0 + p * KW);
   }
 }
 
