@@ -203,7 +203,7 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
       forward_version<T>("v13_output_packs", "NCDHW, windows side by side along W: a thread takes the outputs whose window rows fill 16 bytes, one load a row",
                          &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v13 for kernel 2 side by side along W, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
   return p;

@@ -5,6 +5,7 @@
 #include "kernels/pool.cuh"
 #include "kernels/fwd_v4_layout_ncdt.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"  // window_is_one_run
+#include "kernels/fwd_v13_output_packs.cuh"
 
 namespace ch06 {
 
@@ -16,7 +17,8 @@ enum class AutoPick {
   v7_channels_last,
   v8_wide_loads,
   v10_max_first,
-  v11_columns_max
+  v11_columns_max,
+  v13_output_packs
 };
 
 inline const char* auto_pick_name(AutoPick p) {
@@ -28,6 +30,7 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v8_wide_loads: return "v8_wide_loads";
     case AutoPick::v10_max_first: return "v10_max_first";
     case AutoPick::v11_columns_max: return "v11_columns_max";
+    case AutoPick::v13_output_packs: return "v13_output_packs";
     default: return "v7_channels_last";
   }
 }
@@ -78,7 +81,11 @@ inline double window_overlap(const Window& w) {
 //      1.059 times it (results/h200_ffdfb2b/, commit ffdfb2b). Rows of fewer outputs (33^3 in ceil
 //      mode: 17), and half precision: v2 (the warp-voted interior path; on 33^3 v4 took 1.063 and
 //      1.080 times the fastest's time on the two GPUs, v2 1.027 and 1.000), when a plane fits
-//      32-bit offsets; else v0.
+//      32-bit offsets; else v0. Except in half where windows of kernel 2 lie side by side along W
+//      and rows are whole 16-byte lines (W a multiple of 8): v13, a thread on the 4 outputs whose
+//      window rows fill 16 bytes (on the H200, 2 x 64 x 32 x 112^2: 0.0454 ms against v2's 0.0654
+//      in one process, results/forms/v13_second.*, the only suite case in half it takes; its
+//      other widths and its cell-by-cell path are not timed, so the rule leaves them to v2).
 // elem_bytes: the size of an element (4 for float, 2 for half).
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
@@ -95,6 +102,8 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
     return AutoPick::v6_separable;
   const bool ncdhw_in_memory = !cl || w.C == 1;
   if (!ncdhw_in_memory) return AutoPick::v7_channels_last;
+  if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.W * elem_bytes % 16 == 0 && fwd_v13_refuses<__half>(w).empty())
+    return AutoPick::v13_output_packs;
   if (!cl && elem_bytes == 4 && windows_disjoint(w) && w.oW >= 32 && fwd_v4_refuses<float>(w).empty())
     return AutoPick::v4_layout_ncdt;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;
