@@ -85,7 +85,11 @@ inline double window_overlap(const Window& w) {
 //      and rows are whole 16-byte lines (W a multiple of 8): v13, a thread on the 4 outputs whose
 //      window rows fill 16 bytes (on the H200, 2 x 64 x 32 x 112^2: 0.0454 ms against v2's 0.0654
 //      in one process, results/forms/v13_second.*, the only suite case in half it takes; its
-//      other widths and its cell-by-cell path are not timed, so the rule leaves them to v2).
+//      other widths are not timed, so the rule leaves them to v2). In float, v13 for kernel 2 side
+//      by side along W on rows of 8 to 31 outputs (shorter than v4's): the H200's suite run of the
+//      tree of commit 8e72bbe (results/NVIDIA_H200.json, rule before this one) timed it at 0.0257
+//      ms on 33^3 in ceil mode (rows of 17 outputs, read cell by cell) against v2's 0.0290, and
+//      at 0.0461 on 4^3 (rows of 2) against v2's 0.0402: the split at 8 is a guess between them.
 // elem_bytes: the size of an element (4 for float, 2 for half).
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
@@ -106,6 +110,8 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
     return AutoPick::v13_output_packs;
   if (!cl && elem_bytes == 4 && windows_disjoint(w) && w.oW >= 32 && fwd_v4_refuses<float>(w).empty())
     return AutoPick::v4_layout_ncdt;
+  if (!cl && elem_bytes == 4 && w.k[2] == 2 && w.oW >= 8 && fwd_v13_refuses<float>(w).empty())
+    return AutoPick::v13_output_packs;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;
   return cl ? AutoPick::v7_channels_last : AutoPick::v0_naive;
 }

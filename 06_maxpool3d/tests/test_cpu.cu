@@ -598,11 +598,13 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 8}, {2, 6, 8}, {1, 0, 0}))));  // D padding is fine
   CHECK(!ch06::window_is_one_run(win({2, 3, 9, 6, 8}, params({3, 6, 4}, {2, 6, 4}))));                  // kW < W
   CHECK(pick({1024, 512, 4, 4, 4}, params({2}, {2})) == AutoPick::v2_interior_border);        // 8 outputs per plane
-  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v2_interior_border);  // rows of 17 outputs
+  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v13_output_packs);  // rows of 17 outputs
   CHECK(pick({2, 64, 48, 96, 96}, params({2}, {3})) == AutoPick::v4_layout_ncdt);              // gaps: still disjoint, rows of 32
   CHECK(pick({1, 2, 128, 256, 256}, params({2}, {2})) == AutoPick::v4_layout_ncdt);            // rows of 128
   CHECK(pick({1, 1, 320, 320, 320}, params({2}, {2})) == AutoPick::v4_layout_ncdt);
-  CHECK(pick({2, 3, 8, 8, 62}, params({2}, {2})) == AutoPick::v2_interior_border);             // rows of 31 outputs
+  CHECK(pick({2, 3, 8, 8, 62}, params({2}, {2})) == AutoPick::v13_output_packs);               // rows of 31 outputs
+  CHECK(pick({2, 3, 8, 8, 14}, params({2}, {2})) == AutoPick::v2_interior_border);             // rows of 7 outputs
+  CHECK(pick({2, 3, 8, 8, 62}, params({3}, {3})) == AutoPick::v2_interior_border);             // kernel 3: not v13's
   CHECK(pick({2, 3, 8, 8, 64}, params({2}, {2})) == AutoPick::v4_layout_ncdt);                 // rows of 32
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 2) == AutoPick::v13_output_packs);  // half: v13
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({3}, {3})), 2) == AutoPick::v2_interior_border);  // half, rows of 6 bytes: v2
