@@ -87,7 +87,7 @@ inline double window_overlap(const Window& w) {
 //      in one process, results/forms/v13_second.*, the only suite case in half it takes; its
 //      other widths are not timed, so the rule leaves them to v2). In float, v13 for kernel 2 side
 //      by side along W on rows of 8 to 31 outputs (shorter than v4's): the H200's suite run of the
-//      tree of commit 8e72bbe (results/NVIDIA_H200.json, rule before this one) timed it at 0.0257
+//      tree of commit 8e72bbe (results/h200_8e72bbe/, the rule before this one) timed it at 0.0257
 //      ms on 33^3 in ceil mode (rows of 17 outputs, read cell by cell) against v2's 0.0290, and
 //      at 0.0461 on 4^3 (rows of 2) against v2's 0.0402: the split at 8 is a guess between them.
 // elem_bytes: the size of an element (4 for float, 2 for half).

@@ -2,8 +2,8 @@
 // window row they share as one 16-byte access.
 //
 // Why. On the float16 suite case 2 x 64 x 32 x 112^2, kernel 2 stride 2 in NCDHW, the best version
-// (v2) reached 0.413 of copy on the H200 (results/NVIDIA_H200.json), where in float v4 reached
-// 0.960 of it. v1, v2, v4 and v5 give a thread one output: in half a window row of kernel 2 is two
+// (v2) reached 0.41 of copy on the H200 (the suite's run of the tree of commit 5b93f7d; 0.414 in
+// results/forms/v13_first.f16.json), where in float v4 reached 0.96 of it. v1, v2, v4 and v5 give a thread one output: in half a window row of kernel 2 is two
 // 2-byte values, so each load instruction moves half the bytes it moves in float, and the same
 // instructions carry half the data.
 //
@@ -19,6 +19,15 @@
 //
 // Prediction (before any run): on that case about 4 times fewer load instructions per byte than
 // v2, so near float's fraction of copy, about 0.9; in float on kernel 2 stride 2, level with v4.
+//
+// Measured (H200, results/forms/v13_first.*, v13_second.*): wrong about what bound the half kernel.
+// The first form, comparing in half, issued 32.6 M warp instructions against v2's 48.8 M (about 162
+// per output) and ran 0.0606 ms against 0.0655: the compares were the work, not the loads. This
+// form compares in float (each half converted once, exactly) and keeps the chosen cell's own bits:
+// 26.1 M instructions, 0.0454 ms against v2's 0.0654, 0.598 of copy, 2.77x PyTorch (v2 1.93x); 79
+// registers leave 31 % of the warps resident, DRAM 54 % busy. In float it loses to v4 on that case
+// (0.0744 ms against 0.0560) and wins on 33^3 in ceil mode (0.766 of copy against v2's 0.678 in
+// the suite's run, results/h200_8e72bbe/). Auto takes it there and on the half case.
 //
 // Limits, refused before launch: NCDHW, dilation 1, stride = kernel and padding 0 along W, kW x
 // sizeof(T) at most 8 bytes, a plane that fits 32-bit offsets.
