@@ -21,6 +21,7 @@
 #include "kernels/fwd_auto_rule.cuh"
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
+#include "kernels/fwd_v13_output_packs.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
 #include "tests/gpu_cases.hpp"
@@ -1305,6 +1306,32 @@ TEST_CASE("bwd v6's tiling: the stem pooling's and kernel 8 stride 1's columns, 
   CHECK(st.T[0] >= 7);    // a window reaches one tile down at most
   CHECK_FALSE(ch06::bwd_v6_refuses<float>(win({1, 2, 40, 40, 40}, idx({9}, {1}))).empty());  // 81 slots
   CHECK_FALSE(ch06::bwd_v6_refuses<float>(win({2, 3, 11, 12, 13}, params({3}, {1}, {1}, {2}, 0, "NCDHW", "int64"))).empty());
+}
+
+TEST_CASE("fwd v13 takes windows side by side along W whose rows are 2, 4 or 8 bytes, and says why it refuses the rest") {
+  // Outputs a thread: 16 bytes of window rows.
+  static_assert(ch06::kOutputPack<2, __half> == 4 && ch06::kOutputPack<4, __half> == 2 && ch06::kOutputPack<1, __half> == 8);
+  static_assert(ch06::kOutputPack<2, float> == 2 && ch06::kOutputPack<1, float> == 4);
+  const auto takes = [](const tut::Params& p, bool half) {
+    const auto w = win({2, 3, 8, 10, 32}, p);
+    return half ? ch06::fwd_v13_refuses<__half>(w) : ch06::fwd_v13_refuses<float>(w);
+  };
+  for (bool half : {false, true}) {
+    INFO("half: ", half);
+    CHECK(takes(params({2}, {2}), half).empty());
+    CHECK(takes(params({3, 3, 2}, {2, 2, 2}, {1, 1, 0}), half).empty());        // padded in D and H
+    CHECK(takes(params({2}, {2}, {0}, {1}, 1), half).empty());                  // ceil_mode
+    CHECK(takes(params({2, 2, 1}, {1, 1, 1}), half).empty());                   // kernel 1 along W
+    CHECK(takes(params({2}, {2}, {0}, {1}, 0, "NDHWC"), half).find("NCDHW") != std::string::npos);
+    CHECK(takes(params({2}, {2}, {0}, {2}), half).find("dilation") != std::string::npos);
+    CHECK(takes(params({2}, {1}), half).find("side by side") != std::string::npos);         // overlap along W
+    CHECK(takes(params({2}, {3}), half).find("side by side") != std::string::npos);         // gaps along W
+    CHECK(takes(params({2}, {2}, {1}), half).find("side by side") != std::string::npos);    // padding along W
+    CHECK(takes(params({3}, {3}), half).find("bytes") != std::string::npos);                // rows of 6 or 12 bytes
+    CHECK(takes(params({8}, {8}), half).find("bytes") != std::string::npos);                // rows of 16 or 32 bytes
+  }
+  CHECK(takes(params({4}, {4}), true).empty());                                            // 8 bytes of half
+  CHECK(takes(params({4}, {4}), false).find("bytes") != std::string::npos);                // 16 bytes of float
 }
 
 TEST_CASE("launchers refuse bad arguments before any launch") {
