@@ -38,10 +38,34 @@
 
 #include "kernels/bwd_v25_clean_counters.cuh"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
 namespace ch06 {
+
+// The key of |dy|'s bits a (sign cleared): key - 149 is the exponent of its lowest set bit, and a
+// zero's key wraps to 0xFFFFFFFF. Host and device: a CPU test checks it against v19's parts.
+TUT_HD inline unsigned lean_low_key(unsigned a) {
+  // The exponent, 1 for subnormals and zero (their mantissa's lowest bit is at 2^-149 + ffs - 1).
+#ifdef __CUDA_ARCH__
+  const unsigned e = max(a, 0x800000u) >> 23, f = min(static_cast<unsigned>(__ffs(static_cast<int>(a))), 24u);
+#else
+  const unsigned e = std::max(a, 0x800000u) >> 23, f = std::min(static_cast<unsigned>(__builtin_ffs(static_cast<int>(a))), 24u);
+#endif
+  return e + f - 2u;
+}
+
+// A block's partial from the largest |dy| bits and the smallest key: v19's top, low and bad for the
+// same finite dy (where one is not finite, bad is set and the plane falls back whatever top says).
+TUT_HD inline FixBits lean_fix_bits(unsigned top, unsigned key) {
+  const int e = static_cast<int>(top >> 23);
+  FixBits b;
+  b.top = top == 0 ? INT_MIN : (e ? e - 150 : -149) + 24;  // as FloatParts: m < 2^24
+  b.low = key == 0xFFFFFFFFu ? INT_MAX : static_cast<int>(key) - 149;
+  b.bad = top >= 0x7F800000u;
+  return b;
+}
 
 // 1 for v29: each block's partial of its plane, from the largest |dy| bits and the smallest key.
 // The counters are v25's, left zero by the rounding: this kernel does not touch them.
@@ -70,9 +94,7 @@ __global__ void __launch_bounds__(kGlobBlock)
 #pragma unroll
       for (int u = 0; u < unroll; ++u) {
         top = max(top, a[u]);
-        // The exponent, 1 for subnormals and zero (their mantissa's lowest bit is at 2^-149 + ffs - 1).
-        const unsigned e = max(a[u], 0x800000u) >> 23, f = min(static_cast<unsigned>(__ffs(static_cast<int>(a[u]))), 24u);
-        key = min(key, e + f - 2u);
+        key = min(key, lean_low_key(a[u]));
       }
     }
     top = __reduce_max_sync(0xFFFFFFFFu, top);
@@ -82,14 +104,7 @@ __global__ void __launch_bounds__(kGlobBlock)
     if (tid < 32) {
       top = __reduce_max_sync(0xFFFFFFFFu, tid < kGlobBlock / 32 ? warp_top[tid] : 0u);
       key = __reduce_min_sync(0xFFFFFFFFu, tid < kGlobBlock / 32 ? warp_key[tid] : 0xFFFFFFFFu);
-      if (tid == 0) {
-        const int e = static_cast<int>(top >> 23);
-        FixBits b;
-        b.top = top == 0 ? INT_MIN : (e ? e - 150 : -149) + 24;  // as FloatParts: m < 2^24
-        b.low = key == 0xFFFFFFFFu ? INT_MAX : static_cast<int>(key) - 149;
-        b.bad = top >= 0x7F800000u;
-        parts[nc * gridDim.x + blockIdx.x] = b;
-      }
+      if (tid == 0) parts[nc * gridDim.x + blockIdx.x] = lean_fix_bits(top, key);
     }
     __syncthreads();  // warp_top and warp_key are written again for the next plane
   }

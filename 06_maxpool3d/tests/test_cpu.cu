@@ -22,6 +22,7 @@
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/fwd_v13_output_packs.cuh"
+#include "kernels/bwd_v29_lean_scale.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
 #include "tests/gpu_cases.hpp"
@@ -1332,6 +1333,52 @@ TEST_CASE("fwd v13 takes windows side by side along W whose rows are 2, 4 or 8 b
   }
   CHECK(takes(params({4}, {4}), true).empty());                                            // 8 bytes of half
   CHECK(takes(params({4}, {4}), false).find("bytes") != std::string::npos);                // 16 bytes of float
+}
+
+TEST_CASE("bwd v29's keys, run on the host: each |dy|'s lowest set bit and the partial's top, low and bad are v19's, every exponent and mantissa bit") {
+  // v19's parts of a float (FloatParts): value = m 2^e, m with the implicit bit, e = E - 150 (E > 0)
+  // or -149; its lowest set bit is at e + ffs(m) - 1, its top at e + 24.
+  const auto low_of = [](std::uint32_t a) {
+    const std::uint32_t E = a >> 23, f = a & 0x7FFFFFu, m = E ? f | 0x800000u : f;
+    return (E ? static_cast<int>(E) - 150 : -149) + __builtin_ffs(static_cast<int>(m)) - 1;
+  };
+  const auto top_of = [](std::uint32_t a) { return ((a >> 23) ? static_cast<int>(a >> 23) - 150 : -149) + 24; };
+  tut::Random rng(29);
+  int checked = 0;
+  CHECK(ch06::lean_low_key(0) == 0xFFFFFFFFu);  // a zero never lowers the minimum
+  for (std::uint32_t E = 0; E < 255; ++E)
+    for (int bit = -1; bit < 23; ++bit)  // no mantissa bit, then each single one
+      for (int r = 0; r < 9; ++r) {      // and with random bits above it
+        std::uint32_t f = bit < 0 ? 0u : 1u << bit;
+        if (r && bit >= 0) f |= static_cast<std::uint32_t>(rng.unit(E * 4096 + bit * 16 + r) * 8388608.0) & (0x7FFFFFu << bit);
+        const std::uint32_t a = E << 23 | f;
+        if (a == 0) continue;
+        INFO("bits ", a);
+        CHECK(static_cast<int>(ch06::lean_low_key(a)) - 149 == low_of(a));
+        ++checked;
+      }
+  CHECK(checked > 50000);
+  // A set of values: the partial from the largest bits and the smallest key against v19's fold.
+  for (int trial = 0; trial < 200; ++trial) {
+    std::uint32_t top = 0, key = 0xFFFFFFFFu;
+    int want_top = INT_MIN, want_low = INT_MAX;
+    const int n = 1 + trial % 17;
+    for (int i = 0; i < n; ++i) {
+      const double u = rng.unit(trial * 64 + i);
+      std::uint32_t a = static_cast<std::uint32_t>(u * 2139095040.0);  // below 0x7F800000: finite
+      if (i % 5 == 4) a = 0;                                             // zeros among them
+      top = std::max(top, a);
+      key = std::min(key, ch06::lean_low_key(a));
+      if (a) want_top = std::max(want_top, top_of(a)), want_low = std::min(want_low, low_of(a));
+    }
+    const ch06::FixBits b = ch06::lean_fix_bits(top, key);
+    CHECK(b.top == want_top);
+    CHECK(b.low == want_low);
+    CHECK(b.bad == 0);
+  }
+  CHECK(ch06::lean_fix_bits(0x7F800000u, 10).bad == 1);  // an Inf
+  CHECK(ch06::lean_fix_bits(0x7FC00001u, 10).bad == 1);  // a NaN
+  CHECK(ch06::lean_fix_bits(0, 0xFFFFFFFFu).top == INT_MIN);  // every dy zero
 }
 
 TEST_CASE("launchers refuse bad arguments before any launch") {
