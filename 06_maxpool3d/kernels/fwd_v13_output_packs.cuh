@@ -3,18 +3,18 @@
 //
 // Why. On the float16 suite case 2 x 64 x 32 x 112^2, kernel 2 stride 2 in NCDHW, the best version
 // (v2) reached 0.41 of copy on the H200 (the suite's run of the tree of commit 5b93f7d; 0.414 in
-// results/forms/v13_first.f16.json), where in float v4 reached 0.96 of it. v1, v2, v4 and v5 give a thread one output: in half a window row of kernel 2 is two
-// 2-byte values, so each load instruction moves half the bytes it moves in float, and the same
-// instructions carry half the data.
+// results/forms/v13_first.f16.json), where in float v4 reached 0.96 of it. v1, v2, v4 and v5 give
+// a thread one output: in half a window row of kernel 2 is two 2-byte values, so each load
+// instruction moves half the bytes it moves in float, and the same instructions carry half the data.
 //
 // How. Where the windows along W are side by side (stride = kernel along W, no padding along W) and
 // a row of them is kW x sizeof(T) <= 8 bytes, P = 16 / (kW x sizeof(T)) neighbouring outputs read
 // their P x kW cells of each row with one 16-byte load (tut::ew::Packed): in half, kernel 2 takes 4
-// outputs a thread, kernel 4 two; in float, kernel 2 two, kernel 1 four. The loop runs over the
-// window's slices and rows in scan order, so each output keeps PyTorch's rule (kernels/pool.cuh)
-// and its cell. Slices and rows outside the input (padding along D or H, ceil_mode) are skipped by
-// a test per row; a pack whose windows pass the end of a row (ceil_mode, or the row's last outputs)
-// takes every cell with a test instead. The 16-byte loads need x and every row on 16 bytes (W x
+// outputs a thread, kernel 4 two; in float, kernel 2 two, kernel 1 four. The window's rows are
+// loaded kPackRows at a time, then compared in scan order, so each output keeps PyTorch's rule
+// (kernels/pool.cuh) and its cell. A row outside the input (padding along D or H, ceil_mode) reads
+// as -inf, which the rule never takes; a pack whose windows pass the end of a row (ceil_mode, or
+// the row's last outputs) takes every cell with a test instead. The 16-byte loads need x and every row on 16 bytes (W x
 // sizeof(T) a multiple of 16); otherwise the same kernel reads cell by cell.
 //
 // Prediction (before any run): on that case about 4 times fewer load instructions per byte than
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
   const std::int64_t plane = w.in_plane();
   for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; t < pd.packs;
        t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::int64_t row, z, nc;
+    std::int64_t row, nc;
     int pk, oh, od;
     if (pd.narrow) {
       const auto u = static_cast<std::uint32_t>(t);
@@ -83,9 +83,11 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
       pk = static_cast<int>(u - r * static_cast<std::uint32_t>(pd.per_row));
       oh = static_cast<int>(r - zz * static_cast<std::uint32_t>(w.oH));
       od = static_cast<int>(zz - n * static_cast<std::uint32_t>(w.oD));
-      row = r, z = zz, nc = n;
+      row = r, nc = n;
     } else {
-      row = t / pd.per_row, z = row / w.oH, nc = z / w.oD;
+      row = t / pd.per_row;
+      const std::int64_t z = row / w.oH;
+      nc = z / w.oD;
       pk = static_cast<int>(t - row * pd.per_row), oh = static_cast<int>(row - z * w.oH), od = static_cast<int>(z - nc * w.oD);
     }
     const int ow0 = pk * P, d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow0 * KW;
@@ -100,7 +102,7 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
     const int first = first_cell_undilated(kh, KW, d0, h0, 0);  // w0 >= 0: the same for all P
 #pragma unroll
     for (int p = 0; p < P; ++p) best[p] = -INFINITY, bits[p] = as_bits(lowest<T>()), cell[p] = first;
-    // The window's rows in scan order (q = jd kh + jh), kRows at a time: their loads first, then
+    // The window's rows in scan order (q = jd kh + jh), kPackRows at a time: their loads first, then
     // the compares in order. A row outside the input (padding, ceil_mode) reads as -inf, which the
     // rule never takes, the same as skipping it.
     const int rows = kd * kh;
@@ -129,8 +131,7 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
 #pragma unroll
           for (int p = 0; p < P; ++p)
 #pragma unroll
-            for (int jw = 0; jw < KW; ++jw)
-            {
+            for (int jw = 0; jw < KW; ++jw) {
               const T c = v[i][p * KW + jw];
               const float f = to_float(c);
               if (replaces(best[p], f)) best[p] = f, bits[p] = as_bits(c), cell[p] = (q0 + i) * KW + jw;
