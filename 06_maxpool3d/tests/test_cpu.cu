@@ -22,6 +22,7 @@
 #include "kernels/fwd_v6_separable.cuh"
 #include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/fwd_v13_output_packs.cuh"
+#include "kernels/fwd_v14_row_lanes.cuh"
 #include "kernels/bwd_v29_lean_scale.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
@@ -1333,6 +1334,44 @@ TEST_CASE("fwd v13 takes windows side by side along W whose rows are 2, 4 or 8 b
   }
   CHECK(takes(params({4}, {4}), true).empty());                                            // 8 bytes of half
   CHECK(takes(params({4}, {4}), false).find("bytes") != std::string::npos);                // 16 bytes of float
+}
+
+TEST_CASE("fwd v14 splits a warp into pieces, outputs and row sets of 32 lanes, and says why it refuses a case") {
+  const auto split = [](std::vector<std::int64_t> shape, const tut::Params& p, int V) { return ch06::row_lanes(win(shape, p), V); };
+  // 2 x 64 x 64^3, kernel 8, float: two pieces a row, the 8 outputs of a row, 2 lanes over the 64 rows.
+  auto g = split({2, 64, 64, 64, 64}, params({8}, {8}), 4);
+  CHECK(g.q == 2);
+  CHECK(g.O == 8);
+  CHECK(g.S == 2);
+  CHECK(g.tasks == 2 * 64 * 8 * 8);
+  CHECK((g.step_d == 0 && g.step_h == 2));
+  // Rows of 9 outputs: tiles of 8, two a row; kernel 4 is one piece, so 4 lanes over its 16 rows.
+  g = split({2, 2, 9, 9, 36}, params({4}, {4}, {0}, {1}, 1), 4);
+  CHECK((g.q == 1 && g.O == 8 && g.S == 4 && g.tiles == 2));
+  CHECK(g.tasks == 2 * 2 * 3 * 3 * 2);
+  // One output a row: every lane but the pieces over the rows, S past kH: (jd, jh) step by (2, 0) for kH = 4.
+  g = split({1, 1, 8, 4, 16}, params({8, 4, 16}, {8, 4, 16}), 4);
+  CHECK((g.q == 4 && g.O == 1 && g.S == 8 && g.step_d == 2 && g.step_h == 0));
+  for (const auto& t : {g, split({2, 64, 64, 64, 64}, params({8}, {8}), 4), split({3, 2, 8, 8, 64}, params({8}, {8}), 8)})
+    CHECK(t.q * t.O * t.S == 32);
+  const auto why = [](const tut::Params& p, bool half) {
+    const auto w = win({2, 3, 16, 16, 64}, p);
+    return half ? ch06::fwd_v14_refuses<__half>(w) : ch06::fwd_v14_refuses<float>(w);
+  };
+  CHECK(why(params({8}, {8}), false).empty());
+  CHECK(why(params({4, 4, 4}, {4, 4, 4}, {2, 2, 0}), false).empty()); // padding along D and H
+  CHECK(why(params({4, 4, 8}, {4, 4, 8}, {2, 2, 4}), false).empty()); // a piece of padding along W
+  CHECK(why(params({8}, {4}), false).empty());                        // overlap: pieces read twice, still correct
+  CHECK(why(params({8}, {8}), true).empty());                         // half: kernel 8 is one piece
+  CHECK(why(params({4}, {4}), true).find("pieces") != std::string::npos);      // 8 bytes of half
+  CHECK(why(params({3}, {3}), false).find("pieces") != std::string::npos);     // 12 bytes
+  CHECK(why(params({12}, {12}), false).find("pieces") != std::string::npos);   // 3 pieces: not a power of two
+  CHECK(why(params({8}, {6}), false).find("16-byte") != std::string::npos);    // stride 6 along W
+  CHECK(why(params({4}, {4}, {0}, {1}, 1), false).empty());            // ceil_mode
+  CHECK(why(params({4, 4, 4}, {4, 4, 4}, {0, 0, 2}), false).find("16-byte") != std::string::npos);  // padding 2 along W
+  CHECK(why(params({8}, {8}, {0}, {1}, 0, "NDHWC"), false).find("NCDHW") != std::string::npos);
+  CHECK(why(params({4}, {4}, {0}, {2}), false).find("dilation") != std::string::npos);
+  CHECK(ch06::fwd_v14_refuses<float>(win({2, 3, 16, 16, 66}, params({4}, {4}))).find("16-byte") != std::string::npos);  // W = 66
 }
 
 TEST_CASE("bwd v29's keys, run on the host: each |dy|'s lowest set bit and the partial's top, low and bad are v19's, every exponent and mantissa bit") {

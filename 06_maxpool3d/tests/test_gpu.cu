@@ -293,10 +293,36 @@ TEST_SUITE("gpu") {
     CHECK(tut::check_chains(ch06::maxpool3d_backward_f32(), chain, &fwd13_entry) > 0);
   }
 
+  TEST_CASE("newest rungs: fwd v14 against the reference: pieces of 1 to 8 a row, rows of outputs cut by tiles, padding and ceil_mode, gaps and overlap, each format, float and half" *
+            tut::needs_gpu()) {
+    std::vector<tut::Case> cases;
+    for (const char* idx : kFormats)
+      for (Spec s : std::vector<Spec>{{{2, 3, 16, 16, 64}, {8}, {8}, {0}},                  // the suite's windows: 2 pieces, 8 outputs, 2 row sets
+                                      {{2, 2, 9, 9, 36}, {4}, {4}, {0}, {1}, 1},            // rows of 9 outputs (two tiles), ceil_mode
+                                      {{1, 2, 12, 10, 40}, {8}, {8}, {4}},                  // a piece of padding along W, 4 along D and H
+                                      {{1, 2, 4, 4, 64}, {2, 2, 16}, {2, 2, 16}, {0}},      // 4 pieces a row
+                                      {{1, 1, 2, 3, 64}, {1, 2, 32}, {1, 1, 32}, {0}},      // 8 pieces, overlap along H
+                                      {{2, 2, 9, 11, 48}, {3, 5, 8}, {2, 3, 12}, {1, 2, 0}},  // 15 rows, gaps along W
+                                      {{1, 2, 10, 9, 40}, {8}, {4}, {0}},                   // overlap along W: pieces read twice
+                                      {{1, 1, 8, 8, 8}, {8}, {8}, {0}}}) {                  // one output
+        s.indices = idx;
+        cases.push_back(ch06::make_pool_case(s, false));
+      }
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v14_row_lanes"}), cases);
+    tut::check_cases(only(ch06::forward_f16_problem(), {"v14_row_lanes"}), cases);
+    const auto fwd14 = only(ch06::forward_f32_problem(), {"v14_row_lanes"});
+    const tut::ProblemEntry fwd14_entry = tut::erase(fwd14);
+    std::vector<tut::Case> chain;
+    for (const char* idx : {"int64", "compact"})
+      chain.push_back(ch06::make_pool_case({{2, 3, 16, 16, 32}, {8}, {8}, {0}, {1}, 0, "NCDHW", idx}, true));
+    CHECK(tut::check_chains(ch06::maxpool3d_backward_f32(), chain, &fwd14_entry) > 0);
+  }
+
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
     std::vector<tut::Case> cases = {ch06::make_pool_case({{2, 8, 5, 7, 9}, {3}, {2}, {1}, {1}, 0, "NDHWC", "int64"}, false),
                                     ch06::make_pool_case({{2, 3, 7, 8, 9}, {2}, {2}, {0}, {1}, 0, "NCDHW", "compact"}, false),
-                                    ch06::make_pool_case({{2, 3, 4, 6, 16}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false)};  // v13's rows of 16 bytes
+                                    ch06::make_pool_case({{2, 3, 4, 6, 16}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false),  // v13's rows of 16 bytes
+                                    ch06::make_pool_case({{2, 3, 8, 8, 16}, {8}, {8}, {0}, {1}, 0, "NCDHW", "compact"}, false)};  // v14's pieces
     if (tut::under_sanitizer()) cases.resize(1);
     tut::check_offsets(ch06::maxpool3d_f32(), cases);
     tut::check_offsets(ch06::maxpool3d_f16(), cases);

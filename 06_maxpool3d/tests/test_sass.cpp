@@ -438,6 +438,20 @@ TEST_CASE("fwd v13 reads a window row of its outputs with one 16-byte load where
     }
 }
 
+TEST_CASE("fwd v14 reads 16-byte pieces where x allows, element by element otherwise, meets its lanes in shuffles, and does not spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* t : {"float", "__half"}) {
+    const auto& wide = kernel(std::string("fwd_v14_row_lanes_kernel<") + t + ", true>");
+    const auto& narrow = kernel(std::string("fwd_v14_row_lanes_kernel<") + t + ", false>");
+    INFO(wide.name);
+    CHECK(tut::count_memory_ops(wide, "LDG", 128) >= 1);
+    CHECK(tut::count_memory_ops(narrow, "LDG", 128) == 0);
+    CHECK(tut::count_opcode(wide, "SHFL.BFLY") >= 2);
+    CHECK(spills(wide) == 0);
+    CHECK(spills(narrow) == 0);
+  }
+}
+
 TEST_CASE("bwd v29's kernel 1 is shorter than v25's, stores no counters and does not spill" * doctest::skip(kNoCuobjdump)) {
   const auto& v25 = kernel("bwd_v21_scale_kernel<false, float>");
   const auto& v29 = kernel("bwd_v29_scale_kernel<float>");
