@@ -98,6 +98,11 @@ PAIRS = [
     ("v13_k2s2_f16", "maxpool3d_f16", HALVE, ["v13_output_packs", "v2_interior_border"]),
     ("v13_k2s2", F, HALVE, ["v13_output_packs", "v4_layout_ncdt"]),
     ("v13_thin", F, THIN, ["v13_output_packs", "v4_layout_ncdt"]),
+    # fwd v14 (a window's rows split over lanes reading consecutive 16-byte pieces) against v4, which
+    # auto took on kernel 8 stride 8 over 64^3, and v8 and v10 on the 8^3 and 4^3 planes.
+    ("v14_k8s8", F, K8S8, ["v14_row_lanes", "v4_layout_ncdt"]),
+    ("v14_k8on8", F, K8ON8, ["v14_row_lanes", "v10_max_first"]),
+    ("v14_k4s4", F, K4S4, ["v14_row_lanes", "v10_max_first"]),
     # bwd v29 (v25 with a kernel 1 of fewer instructions per dy) against v25, and PyTorch.
     ("v29_k8s1", B, K8S1 + " indices=int64", ["v29_lean_scale", "v25_clean_counters", "aten.max_pool3d_with_indices_backward"]),
     ("v29_k8s1_compact", B, K8S1 + " indices=compact", ["v29_lean_scale", "v25_clean_counters"]),

@@ -14,7 +14,7 @@
 // lanes: lane (s, o, p) reads piece p of output o's rows s, s + S, ..., O x q x S = 32 with q the
 // pieces of a row. The q x O lanes of one row read consecutive 16-byte pieces, one or more whole
 // sectors. Each lane loads kLaneRows rows before it compares, scans its cells in PyTorch's order
-// (kernels/pool.cuh), and the lanes of an output meet in an XOR butterfly with `outranks`, which
+// (kernels/pool.cuh) from its first cell inside the input, and the lanes of an output meet in an XOR butterfly with `outranks`, which
 // gives the sequential scan's value and cell in any grouping (v8's combine).
 //
 // Prediction (before any run): on that case 8,192 warps, so residency set by the registers, with
@@ -26,7 +26,6 @@
 #pragma once
 
 #include "kernels/pool.cuh"
-#include "kernels/fwd_v8_wide_loads.cuh"  // take, PyTorch's rule from "no cell yet"
 #include "tut/elementwise.cuh"
 
 #include <cstdint>
@@ -36,7 +35,7 @@
 namespace ch06 {
 
 inline constexpr int kLaneBlock = 256;
-inline constexpr int kLaneRows = 8;  // window rows a lane loads before it compares
+inline constexpr int kLaneRows = 4;  // window rows a lane loads before it compares
 
 // How the lanes of a warp split its outputs, and how a warp's task decodes into (plane, od, oh,
 // first ow): tiles of O outputs per row of outputs, then oH, then oD.
@@ -83,37 +82,51 @@ __global__ void __launch_bounds__(kLaneBlock) fwd_v14_row_lanes_kernel(ForwardAr
     const int wp = w0 + p * V;                           // this lane's piece of each row
     const bool piece_in = mine && wp >= 0 && wp < w.W;  // W and wp are multiples of V: wholly in or out
     const T* x = a.x + nc * plane + wp;
-    T best = lowest<T>();
-    int cell = -1;
     int jd = 0, jh = s;  // this lane's first row, s < 32, split into (jd, jh)
     while (jh >= kh) jh -= kh, ++jd;
+    const auto inside = [&](int r, int jd, int jh) {
+      return piece_in && r < rows && static_cast<unsigned>(d0 + jd) < static_cast<unsigned>(w.D) &&
+             static_cast<unsigned>(h0 + jh) < static_cast<unsigned>(w.H);
+    };
+    // The lane's first cell inside the input, where its scan starts: a row outside (padding,
+    // ceil_mode) then reads as -inf, which never replaces it, the same as skipping the row. A
+    // lane with no cell inside keeps -1, which `outranks` never takes.
+    int cell = -1;
+    for (int r = s, fd = jd, fh = jh; piece_in && r < rows; r += g.S) {
+      if (inside(r, fd, fh)) {
+        cell = r * kw + p * V;
+        break;
+      }
+      fd += g.step_d, fh += g.step_h;
+      if (fh >= kh) fh -= kh, ++fd;
+    }
+    T best = lowest<T>();
     for (int r0 = s; r0 < rows; r0 += kLaneRows * g.S) {
       Pack v[kLaneRows];
-      bool in[kLaneRows];
 #pragma unroll
       for (int i = 0; i < kLaneRows; ++i) {
-        const int d = d0 + jd, h = h0 + jh;
-        in[i] = piece_in && r0 + i * g.S < rows && static_cast<unsigned>(d) < static_cast<unsigned>(w.D) &&
-                static_cast<unsigned>(h) < static_cast<unsigned>(w.H);
-        if (in[i]) {
-          const T* at = x + (d * w.H + h) * w.W;
+        const T* at = x + ((d0 + jd) * w.H + (h0 + jh)) * w.W;
+        if (inside(r0 + i * g.S, jd, jh)) {
           if constexpr (Wide) {
             v[i] = *reinterpret_cast<const Pack*>(at);
           } else {
 #pragma unroll
             for (int e = 0; e < V; ++e) v[i].elem[e] = at[e];
           }
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) v[i].elem[e] = lowest<T>();
         }
         jd += g.step_d, jh += g.step_h;
         if (jh >= kh) jh -= kh, ++jd;
       }
 #pragma unroll
-      for (int i = 0; i < kLaneRows; ++i)
-        if (in[i]) {
-          const int c0 = (r0 + i * g.S) * kw + p * V;
+      for (int i = 0; i < kLaneRows; ++i) {
+        const int c0 = (r0 + i * g.S) * kw + p * V;
 #pragma unroll
-          for (int e = 0; e < V; ++e) take(v[i].elem[e], c0 + e, best, cell);
-        }
+        for (int e = 0; e < V; ++e)
+          if (replaces(best, v[i].elem[e])) best = v[i].elem[e], cell = c0 + e;
+      }
     }
     // The lanes of one output: its q pieces (the low bits of the lane) and its S row sets (the high bits).
     const auto meet = [&](int m) {
@@ -158,13 +171,26 @@ inline RowLanes row_lanes(const Window& w, int V) {
   return g;
 }
 
+// The grid for `tasks` of one warp each, `per_block` warps a block, `resident` blocks at once:
+// the rounds one wave of warps needs (r = ceil(tasks / resident warps)), then the fewest blocks
+// that finish in r rounds, so that every warp takes r or r - 1 tasks and the last round is as full
+// as the first. A grid of one task a warp (2.59 waves of blocks on 2 x 64 x 64^3 with kernel 8)
+// leaves the last wave part-empty with too few loads in flight.
+inline unsigned balanced_grid(std::int64_t tasks, int per_block, std::int64_t resident) {
+  const std::int64_t warps = resident * per_block, rounds = (tasks + warps - 1) / warps;
+  const std::int64_t needed = (tasks + rounds - 1) / rounds;
+  return one_wave_grid((needed + per_block - 1) / per_block, resident);
+}
+
 template <class T>
 void fwd_v14_row_lanes(cudaStream_t s, const ForwardArgs<T>& a) {
   check_forward(a, "fwd_v14_row_lanes");
   if (const std::string why = fwd_v14_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   const RowLanes g = row_lanes(a.w, 16 / sizeof(T));
-  const unsigned grid = grid_for(g.tasks * 32, kLaneBlock, "fwd_v14_row_lanes");
-  if (reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0) fwd_v14_row_lanes_kernel<T, true><<<grid, kLaneBlock, 0, s>>>(a, g);
+  const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;
+  const void* k = wide ? TUT_KERNEL((fwd_v14_row_lanes_kernel<T, true>)) : TUT_KERNEL((fwd_v14_row_lanes_kernel<T, false>));
+  const unsigned grid = balanced_grid(g.tasks, kLaneBlock / 32, resident_blocks(k, kLaneBlock, 0));
+  if (wide) fwd_v14_row_lanes_kernel<T, true><<<grid, kLaneBlock, 0, s>>>(a, g);
   else fwd_v14_row_lanes_kernel<T, false><<<grid, kLaneBlock, 0, s>>>(a, g);
   TUT_CHECK_LAUNCH("fwd_v14_row_lanes_kernel");
 }

@@ -1354,6 +1354,11 @@ TEST_CASE("fwd v14 splits a warp into pieces, outputs and row sets of 32 lanes, 
   CHECK((g.q == 4 && g.O == 1 && g.S == 8 && g.step_d == 2 && g.step_h == 0));
   for (const auto& t : {g, split({2, 64, 64, 64, 64}, params({8}, {8}), 4), split({3, 2, 8, 8, 64}, params({8}, {8}), 8)})
     CHECK(t.q * t.O * t.S == 32);
+  // The grid: as many rounds of tasks as one wave of warps needs, then the fewest blocks for them.
+  CHECK(ch06::balanced_grid(8192, 8, 132 * 3) == 342);   // 3 rounds: 2731 warps, not 2.59 waves of 1024 blocks
+  CHECK(ch06::balanced_grid(8192, 8, 132 * 8) == 1024);  // one round: a task a warp
+  CHECK(ch06::balanced_grid(10, 8, 100) == 2);
+  CHECK(ch06::balanced_grid(1, 8, 100) == 1);
   const auto why = [](const tut::Params& p, bool half) {
     const auto w = win({2, 3, 16, 16, 64}, p);
     return half ? ch06::fwd_v14_refuses<__half>(w) : ch06::fwd_v14_refuses<float>(w);
