@@ -32,6 +32,7 @@ void fwd_auto(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, std::size_
     case AutoPick::v10_max_first: return fwd_v10_max_first(s, a);
     case AutoPick::v11_columns_max: return fwd_v11_columns_max(s, a);
     case AutoPick::v13_output_packs: return fwd_v13_output_packs(s, a);
+    case AutoPick::v14_row_lanes: return fwd_v14_row_lanes(s, a);
     case AutoPick::v2_interior_border: {
       // NDHWC with C = 1 has NCDHW's addresses, y's and the index's included.
       ForwardArgs<T> same = a;

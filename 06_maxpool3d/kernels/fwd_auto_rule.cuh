@@ -6,6 +6,7 @@
 #include "kernels/fwd_v4_layout_ncdt.cuh"
 #include "kernels/fwd_v9_run_reduce.cuh"  // window_is_one_run
 #include "kernels/fwd_v13_output_packs.cuh"
+#include "kernels/fwd_v14_row_lanes.cuh"
 
 namespace ch06 {
 
@@ -18,7 +19,8 @@ enum class AutoPick {
   v8_wide_loads,
   v10_max_first,
   v11_columns_max,
-  v13_output_packs
+  v13_output_packs,
+  v14_row_lanes
 };
 
 inline const char* auto_pick_name(AutoPick p) {
@@ -31,6 +33,7 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v10_max_first: return "v10_max_first";
     case AutoPick::v11_columns_max: return "v11_columns_max";
     case AutoPick::v13_output_packs: return "v13_output_packs";
+    case AutoPick::v14_row_lanes: return "v14_row_lanes";
     default: return "v7_channels_last";
   }
 }
@@ -53,10 +56,14 @@ inline double window_overlap(const Window& w) {
 //      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
 //      before its first compare (0.903 on 4^3 with kernel 4, 64 cells, against v9's 0.817, same
 //      file; no suite case lies between 64 and 512 cells, so the split at 128 is not measured:
-//      it moves only the case that was); other NCDHW windows: v4, a thread per output with a
-//      warp on neighbouring outputs of a row, where a row of outputs spans at least 128 bytes of
-//      input (2 x 64 x 64^3, kernel 8: 0.878 to 0.890 of copy in the last eight suite runs against
-//      v8's 0.853 to 0.868), else v8, a window's rows read with 16-byte loads (on 8^3 and 4^3 one
+//      it moves only the case that was); other NCDHW windows, where a row of outputs spans at
+//      least 128 bytes of input: in float v14, a window's rows split over lanes that read
+//      neighbouring outputs' rows as consecutive 16-byte pieces, where it takes the window (on the
+//      H200, 2 x 64 x 64^3 with kernel 8: 0.0377 ms against v4's 0.0389 in one process, and 3.115x
+//      PyTorch against v4's 2.934x in one race, results/forms/v14.*; the only suite case of this
+//      branch, so rows of 4 to 7 outputs, and half, are not timed), else v4, a thread per output
+//      with a warp on neighbouring outputs of a row (the same case: 0.878 to 0.890 of copy in
+//      eight H100 suite runs against v8's 0.853 to 0.868), else v8, a window's rows read with 16-byte loads (on 8^3 and 4^3 one
 //      output per plane puts a warp on 32 planes: v4 0.321 and 0.327 against v8's 0.730 and
 //      0.769, results/); only those two points are measured, so the split at 128 bytes is a
 //      guess between them. v7 or v8 (the rule before v9) where a plane does not fit 32-bit
@@ -98,6 +105,7 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
     if (plane_fits_32_bits(w) && cl && w.C > 1 && w.cells() >= 128) return AutoPick::v11_columns_max;
     if (cl && w.C > 1) return w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
     const bool wide_rows = static_cast<std::int64_t>(w.oW) * w.s[2] * elem_bytes >= 128;
+    if (!cl && wide_rows && elem_bytes == 4 && fwd_v14_refuses<float>(w).empty()) return AutoPick::v14_row_lanes;
     return !cl && wide_rows && fwd_v4_refuses<float>(w).empty() ? AutoPick::v4_layout_ncdt : AutoPick::v8_wide_loads;
   }
   const bool overlapping = window_overlap(w) >= 8;

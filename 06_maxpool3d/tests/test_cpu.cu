@@ -589,8 +589,10 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(pick({64, 8, 4, 16, 16}, params({1, 8, 16}, {1, 8, 16})) == AutoPick::v10_max_first);  // kD = 1: runs of rows
   CHECK(pick({64, 8, 4, 16, 16}, params({2, 8, 16}, {2, 8, 16})) == AutoPick::v8_wide_loads);  // kH < H, kD > 1: not one run
   CHECK(pick({64, 8, 16, 4, 4}, params({4}, {4}, {0, 1, 0})) == AutoPick::v8_wide_loads);     // padded along H: not one run
-  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v4_layout_ncdt);           // a row of outputs spans 256 bytes
-  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 4) == AutoPick::v4_layout_ncdt);  // 128 bytes
+  CHECK(pick({2, 64, 64, 64, 64}, params({8}, {8})) == AutoPick::v14_row_lanes);            // a row of outputs spans 256 bytes
+  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 4) == AutoPick::v14_row_lanes);  // 128 bytes
+  CHECK(pick({2, 64, 64, 64, 60}, params({6, 6, 6}, {6, 6, 6})) == AutoPick::v4_layout_ncdt);  // rows of 24 bytes: not v14's pieces
+  CHECK(ch06::auto_pick(win({2, 64, 64, 64, 64}, params({8}, {8})), 2) == AutoPick::v4_layout_ncdt);  // half: v14 not timed
   CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 2) == AutoPick::v8_wide_loads);   // 64 bytes of half
   CHECK(pick({2, 64, 64, 64, 24}, params({8}, {8})) == AutoPick::v8_wide_loads);             // 96 bytes
   CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v11_columns_max);

@@ -773,9 +773,9 @@ TEST_SUITE("gpu") {
 
 // More than 2^31 elements: 32-bit element indexing would wrap here. Run with
 // `meson test -C build --suite large`. The first case's planes fit 32-bit offsets and its output
-// does not pass 2^31 (the next one reads the same input as windows that are one run, for v9 and
-// v10); the third's output does (a 1x1x1 window copies the input), so the 64-bit
-// decoding paths run. The fourth is the backward of the first: its dx has the 2^31 + 33 Mi elements,
+// does not pass 2^31 (the next two read the same input as windows that are one run, for v9 and
+// v10, and as rows of 16-byte pieces, for v14); the fourth's output does (a 1x1x1 window copies the input), so the 64-bit
+// decoding paths run. The fifth is the backward of the first: its dx has the 2^31 + 33 Mi elements,
 // and its windows do not overlap, so every backward that takes it writes the same bytes.
 TEST_SUITE("large") {
   TEST_CASE("maxpool3d_f32: every version on a 2^31 + 33 Mi-element input" *
@@ -787,6 +787,11 @@ TEST_SUITE("large") {
             tut::needs_gpu_memory(std::size_t{48} << 30)) {
     tut::check_all_at(only(ch06::forward_f32_problem(), {"v0_naive", "v9_run_reduce", "v10_max_first", "auto"}),
                       ch06::make_pool_case({{2, 16, 256, 512, 520}, {1, 8, 520}, {1, 8, 520}, {0}, {1}, 0, "NCDHW", "int64"}, false));
+  }
+  TEST_CASE("maxpool3d_f32: v14's pieces (kernel 2 x 8 x 8, rows of 65 outputs), on a 2^31 + 33 Mi-element input" *
+            tut::needs_gpu_memory(std::size_t{48} << 30)) {
+    tut::check_all_at(only(ch06::forward_f32_problem(), {"v14_row_lanes", "auto"}),
+                      ch06::make_pool_case({{2, 16, 256, 512, 520}, {2, 8, 8}, {2, 8, 8}, {0}, {1}, 0, "NCDHW", "int64"}, false));
   }
   TEST_CASE("maxpool3d_f32: an output of more than 2^31 elements, both layouts" *
             tut::needs_gpu_memory(std::size_t{64} << 30)) {
