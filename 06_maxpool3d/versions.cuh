@@ -167,7 +167,7 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
       forward_version<T>("v14_row_lanes", "NCDHW, window rows of whole 16-byte pieces: a warp reads neighbouring outputs' rows as consecutive pieces, each window split over lanes",
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4 or v2",
+      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
 #if TUT_EXERCISES
@@ -350,7 +350,7 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v29_lean_scale", "deterministic, NCDHW, undilated: v25 with a kernel 1 that keeps two unsigned values a thread, the largest |dy| bits and the smallest lowest-bit key, without a branch",
                                   &bwd_v29_lean_scale<T>, &bwd_v25_scratch_bytes<T>, bwd_v29_kernels<T>(),
                                   &bwd_v29_refuses<T>),
-      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v25, v15 or v6 with; else v1",
+      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v29, v15 or v6 with; else v1",
                                   &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
   };
   return p;

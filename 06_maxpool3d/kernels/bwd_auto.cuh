@@ -12,12 +12,12 @@
 //   3. overlapping windows, undilated, at most 8 covering outputs per cell: v9, the ordered tile;
 //   4. other overlapping windows with stride 1, NCDHW, undilated, cubic kernel 2 to 8: v15, the
 //      separable stages (3k candidates per cell); on kernel 3 v18, the same stages with D walked in
-//      registers; on kernels 4 to 8 v25, exact fixed-point integers added to a counter per cell in
+//      registers; on kernels 4 to 8 v29, exact fixed-point integers added to a counter per cell in
 //      global memory, a lane's runs added in registers first, the counters left zero by the launch
-//      (auto then needs v25's scratch, 8 bytes per dx element, zeroed once when allocated and kept
-//      by the caller between launches; v21 to v24 zero their counters first, v26 also marks them,
-//      v27 issues its loads earlier: they lost to it; v29's leaner kernel 1 gained within the
-//      noise: not choices);
+//      (auto then needs its scratch, v25's, 8 bytes per dx element, zeroed once when allocated and
+//      kept by the caller between launches); v29 is v25 with a leaner kernel 1 and v25's bits (v21
+//      to v24 zero their counters first, v26 also marks them, v27 issues its loads earlier: they
+//      lost to v25: not choices);
 //   5. other overlapping windows, undilated, at most 64 covering outputs over D and H: v6, the staged tile;
 //   6. anything else (dilated overlapping windows, or larger windows over small strides): v1.
 // The atomic scatter (v0) is not deterministic, so it is not a choice.
@@ -34,15 +34,16 @@
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/bwd_v25_clean_counters.cuh"
+#include "kernels/bwd_v29_lean_scale.cuh"
 
 namespace ch06 {
 
-// Scratch: v25's where the rule takes it, else none. v25's must be zero before the first launch and
+// Scratch: v25's where the rule takes v29, else none. It must be zero before the first launch and
 // is left zero by each (tut::Workspace zeroes it when allocated and keeps it for the instance).
 template <class T>
 std::size_t bwd_auto_scratch_bytes(const Window& w) {
   switch (bwd_pick(w)) {
-    case BwdPick::v25_clean_counters: return bwd_v25_scratch_bytes<T>(w);
+    case BwdPick::v29_lean_scale: return bwd_v25_scratch_bytes<T>(w);
     default: return 0;
   }
 }
@@ -58,7 +59,7 @@ void bwd_auto(cudaStream_t s, const BackwardArgs<T>& a, void* scratch, std::size
     case BwdPick::v15_separable_stages: return bwd_v15_separable_stages(s, a);
     case BwdPick::v18_column_walk: return bwd_v18_column_walk(s, a);
     case BwdPick::v20_plane_fill: return bwd_v20_plane_fill(s, a);
-    case BwdPick::v25_clean_counters: return bwd_v25_clean_counters(s, a, scratch, scratch_bytes);
+    case BwdPick::v29_lean_scale: return bwd_v29_lean_scale(s, a, scratch, scratch_bytes);
     default: return bwd_v1_gather(s, a);
   }
 }

@@ -9,6 +9,7 @@
 #include "kernels/bwd_v18_column_walk.cuh"
 #include "kernels/bwd_v20_plane_fill.cuh"
 #include "kernels/bwd_v25_clean_counters.cuh"
+#include "kernels/bwd_v29_lean_scale.cuh"
 #include "kernels/pool.cuh"
 
 namespace ch06 {
@@ -33,7 +34,7 @@ enum class BwdPick {
   v15_separable_stages,
   v18_column_walk,
   v20_plane_fill,
-  v25_clean_counters
+  v29_lean_scale
 };
 
 inline const char* bwd_pick_name(BwdPick p) {
@@ -46,7 +47,7 @@ inline const char* bwd_pick_name(BwdPick p) {
     case BwdPick::v15_separable_stages: return "v15_separable_stages";
     case BwdPick::v18_column_walk: return "v18_column_walk";
     case BwdPick::v20_plane_fill: return "v20_plane_fill";
-    case BwdPick::v25_clean_counters: return "v25_clean_counters";
+    case BwdPick::v29_lean_scale: return "v29_lean_scale";
     default: return "v1_gather";
   }
 }
@@ -107,9 +108,14 @@ inline const char* bwd_pick_name(BwdPick p) {
 //      PyTorch (1.044x compact) where v24 ran 0.859x (0.897x) (results/NVIDIA_H200.v25_race.txt).
 //      v26, v25 with a bit per 4 cells so that the rounding reads only reached counters, lost to
 //      it on every kernel, and v27, v25 with its loads issued earlier, lost on kernels 6 and 8
-//      (results/forms/v27.*); v29, v25 with a kernel 1 of half the instructions (6.3 us against
-//      7.1 under Nsight Compute), raced 1.020x and 1.002x PyTorch where v25 ran 0.998x and 1.012x,
-//      and in one process per kernel within the spread of v25 (results/forms/v29.*): not choices;
+//      (results/forms/v27.*): not choices. Since then v29, v25 with a kernel 1 of half the
+//      instructions (6.3 us against 7.1 under Nsight Compute), in v25's place: the same sums, so
+//      the same bits. Raced, 1.020x and 1.002x PyTorch where v25 ran 0.998x and 1.012x, and in one
+//      process per kernel within the spread of v25 (results/forms/v29.*); in the H200's suite runs
+//      of the trees of commits 2236234 and 21b5dbf, on kernel 8 stride 1, 0.0432 and 0.0423 ms
+//      with the int64 index against v25's 0.0450 and 0.0451 (1.044 and 1.073 times v29's time,
+//      past the 5 % the issue allows), and 0.0440 and 0.0440 with the compact index against
+//      0.0434 and 0.0427 (results/h200_2236234/, results/h200_21b5dbf/);
 //      (v19, the fixed-point tile, is deterministic on any overlap but lost to the version this rule
 //      takes on each case it was raced on, results/NVIDIA_H100_80GB_HBM3.v19_race.txt: kernel 8
 //      stride 1 0.425x PyTorch against v15's 0.673x, kernel 3 stride 1 0.877x against v18's 1.144x,
@@ -122,7 +128,8 @@ inline constexpr int kOrderedAutoMaxRanks = 8;
 // least this many: a span is then a fill of 4 KiB or more with few outputs to look up.
 inline constexpr std::int64_t kFillAutoMinCells = 27;
 inline constexpr std::int64_t kFillAutoMinPlane = 1024;
-// v25 instead of v15 on stride-1 cubic windows of at least this kernel (64 covering outputs a cell).
+// v29 (v25's sums) instead of v15 on stride-1 cubic windows of at least this kernel (64 covering
+// outputs a cell).
 inline constexpr int kFixedAutoMinKernel = 4;
 
 inline BwdPick bwd_pick(const Window& w) {
@@ -139,7 +146,7 @@ inline BwdPick bwd_pick(const Window& w) {
   if (plan.refused.empty() && plan.ot.passes <= kOrderedAutoMaxRanks) return BwdPick::v9_ordered_tile;
   if (w.k[0] == 3 && bwd_v18_refuses<float>(w).empty()) return BwdPick::v18_column_walk;
   if (bwd_v15_refuses<float>(w).empty()) {
-    if (w.k[0] >= kFixedAutoMinKernel && bwd_v25_refuses<float>(w).empty()) return BwdPick::v25_clean_counters;
+    if (w.k[0] >= kFixedAutoMinKernel && bwd_v29_refuses<float>(w).empty()) return BwdPick::v29_lean_scale;
     return BwdPick::v15_separable_stages;
   }
   if (bwd_v6_refuses<float>(w).empty()) return BwdPick::v6_staged_tile;

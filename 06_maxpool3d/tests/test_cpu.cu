@@ -652,11 +652,11 @@ TEST_CASE("the backward's rule: v20 or v10 where windows do not overlap in NCDHW
   CHECK(pick({4, 64, 16, 56, 56}, idx({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == BwdPick::v9_ordered_tile);  // 1 x 2 x 2
   CHECK(pick({4, 32, 32, 64, 64}, idx({3}, {1}, {1})) == BwdPick::v18_column_walk);        // 27 ranks, stride 1, kernel 3
   CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1}, {1}, 0, "NCDHW", "compact")) == BwdPick::v18_column_walk);
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v25_clean_counters);      // 512 ranks
-  CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v25_clean_counters);
-  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {4})) == BwdPick::v25_clean_counters); // padding k / 2
-  CHECK(pick({2, 8, 20, 20, 20}, idx({5}, {1}, {2})) == BwdPick::v25_clean_counters);  // kernel 5: 125 ranks
-  CHECK(pick({1, 16, 64, 64, 64}, idx({4}, {1})) == BwdPick::v25_clean_counters);         // kernel 4: 64 ranks
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1})) == BwdPick::v29_lean_scale);      // 512 ranks
+  CHECK(pick({1, 16, 64, 64, 64}, params({8}, {1}, {0}, {1}, 0, "NCDHW", "compact")) == BwdPick::v29_lean_scale);
+  CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {4})) == BwdPick::v29_lean_scale); // padding k / 2
+  CHECK(pick({2, 8, 20, 20, 20}, idx({5}, {1}, {2})) == BwdPick::v29_lean_scale);  // kernel 5: 125 ranks
+  CHECK(pick({1, 16, 64, 64, 64}, idx({4}, {1})) == BwdPick::v29_lean_scale);         // kernel 4: 64 ranks
   CHECK(pick({2, 8, 20, 20, 20}, idx({2}, {1})) == BwdPick::v9_ordered_tile);  // 8 ranks (v9's planner refused rows under 32 here before)
   CHECK(pick({1, 16, 64, 64, 64}, idx({8}, {1}, {0}, {1}, "NDHWC")) == BwdPick::v6_staged_tile);  // v15 and v25 read NCDHW only
   CHECK(pick({2, 3, 9, 10, 11}, idx({3, 4, 5}, {1, 1, 1}, {1, 2, 2})) == BwdPick::v6_staged_tile);  // not cubic

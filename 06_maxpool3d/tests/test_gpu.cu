@@ -469,13 +469,13 @@ TEST_SUITE("gpu") {
       CHECK(first["v2_marked_gather"] == first["v1_gather"]);  // the same order of additions
       CHECK(first["v4_tile_mask"] == first["v1_gather"]);
       CHECK(first["v6_staged_tile"] == first["v1_gather"]);
-      // auto takes v9 or v6 on overlapping windows, v18, v25 or v15 on stride-1 NCDHW ones: their
-      // association (sums of partial sums, or v25's exact sums rounded once) is not v1's, so auto's
+      // auto takes v9 or v6 on overlapping windows, v18, v29 or v15 on stride-1 NCDHW ones: their
+      // association (sums of partial sums, or v29's exact sums rounded once) is not v1's, so auto's
       // bits are compared with the bits of the version its rule names, and their values with v1's
       // within rounding.
       const ch06::BwdPick pick = ch06::bwd_pick(w);
       const bool stages = pick == ch06::BwdPick::v15_separable_stages || pick == ch06::BwdPick::v18_column_walk ||
-                          pick == ch06::BwdPick::v25_clean_counters;
+                          pick == ch06::BwdPick::v29_lean_scale;
       CHECK(first["auto"] == first[stages ? ch06::bwd_pick_name(pick) : "v1_gather"]);
       if (ordered) CHECK(first["v9_ordered_tile"] == first["v1_gather"]);  // ranks in order: (od, oh, ow) ascending
       if (window_gather) CHECK(first["v11_window_gather"] == first["v1_gather"]);  // v1's loop, unrolled
