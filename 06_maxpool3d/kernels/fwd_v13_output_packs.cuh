@@ -51,14 +51,6 @@ inline constexpr int kPackRows = 4;  // window rows a thread loads before it com
 template <int KW, class T>
 inline constexpr int kOutputPack = 16 / static_cast<int>(KW * sizeof(T));
 
-// How a pack number decodes into (plane, od, oh, first ow): packs per row of outputs, then oH, oD.
-struct PackDecode {
-  std::int64_t packs = 0;  // in the launch
-  FastDiv by_row, by_oh, by_od;
-  int per_row = 1;
-  bool narrow = false;  // packs < 2^31: the FastDiv path
-};
-
 // A value as float for the compares, and its own bits to store (a float is its own bits).
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -68,28 +60,16 @@ __device__ __forceinline__ float value_of(float b) { return b; }
 __device__ __forceinline__ __half value_of(unsigned short b) { return __ushort_as_half(b); }
 
 template <int KW, class T, bool Wide>
-__global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(ForwardArgs<T> a, PackDecode pd) {
+__global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(ForwardArgs<T> a, RowPieces pd) {
   constexpr int P = kOutputPack<KW, T>;
   const Window& w = a.w;
   const int H = w.H, W = w.W, kd = w.k[0], kh = w.k[1];
   const std::int64_t plane = w.in_plane();
-  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; t < pd.packs;
+  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; t < pd.count;
        t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::int64_t row, nc;
-    int pk, oh, od;
-    if (pd.narrow) {
-      const auto u = static_cast<std::uint32_t>(t);
-      const std::uint32_t r = pd.by_row.div(u), zz = pd.by_oh.div(r), n = pd.by_od.div(zz);
-      pk = static_cast<int>(u - r * static_cast<std::uint32_t>(pd.per_row));
-      oh = static_cast<int>(r - zz * static_cast<std::uint32_t>(w.oH));
-      od = static_cast<int>(zz - n * static_cast<std::uint32_t>(w.oD));
-      row = r, nc = n;
-    } else {
-      row = t / pd.per_row;
-      const std::int64_t z = row / w.oH;
-      nc = z / w.oD;
-      pk = static_cast<int>(t - row * pd.per_row), oh = static_cast<int>(row - z * w.oH), od = static_cast<int>(z - nc * w.oD);
-    }
+    const RowPiece it = row_piece(t, pd, w);  // a pack number: (plane, od, oh, the pack in its row)
+    const std::int64_t row = it.row, nc = it.plane;
+    const int pk = it.piece, oh = it.oh, od = it.od;
     const int ow0 = pk * P, d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow0 * KW;
     const T* x = a.x + nc * plane;
     const bool whole = Wide && ow0 + P <= w.oW && w0 + P * KW <= W;  // every cell of every window's row in
@@ -180,13 +160,8 @@ void fwd_v13_output_packs(cudaStream_t s, const ForwardArgs<T>& a) {
   const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && (w.W * sizeof(T)) % 16 == 0;
   with_pack_row<T>(w, [&](auto kw) {
     constexpr int KW = decltype(kw)::value, P = kOutputPack<KW, T>;
-    PackDecode pd;
-    pd.per_row = (w.oW + P - 1) / P;
-    const std::int64_t rows = w.N * w.C * w.oD * w.oH;
-    pd.packs = rows * pd.per_row;
-    pd.narrow = pd.packs < std::numeric_limits<std::int32_t>::max();
-    if (pd.narrow) pd.by_row = FastDiv(pd.per_row), pd.by_oh = FastDiv(w.oH), pd.by_od = FastDiv(w.oD);
-    const unsigned grid = grid_for(pd.packs, kPackBlock, "fwd_v13_output_packs");
+    const RowPieces pd = row_pieces(w, (w.oW + P - 1) / P);
+    const unsigned grid = grid_for(pd.count, kPackBlock, "fwd_v13_output_packs");
     if (wide) fwd_v13_output_packs_kernel<KW, T, true><<<grid, kPackBlock, 0, s>>>(a, pd);
     else fwd_v13_output_packs_kernel<KW, T, false><<<grid, kPackBlock, 0, s>>>(a, pd);
   });

@@ -37,15 +37,12 @@ namespace ch06 {
 inline constexpr int kLaneBlock = 256;
 inline constexpr int kLaneRows = 4;  // window rows a lane loads before it compares
 
-// How the lanes of a warp split its outputs, and how a warp's task decodes into (plane, od, oh,
-// first ow): tiles of O outputs per row of outputs, then oH, then oD.
+// How the lanes of a warp split its outputs; a warp's task is a tile of O outputs of one row of
+// outputs (RowPieces: tiles per row of outputs, then oH, then oD).
 struct RowLanes {
   int q = 1, O = 1, S = 32;        // pieces per window row, outputs per warp, lanes per output's rows
   int step_d = 0, step_h = 0;      // S rows in (jd, jh): S = step_d kH + step_h
-  int tiles = 1;                   // tiles per row of outputs
-  std::int64_t tasks = 0;          // warps' worth of work in the launch
-  bool narrow = false;             // tasks < 2^31: the FastDiv path
-  FastDiv by_tiles, by_oh, by_od;
+  RowPieces tasks;
 };
 
 // Wide: x on 16 bytes, so a piece is one load; else the same pieces element by element.
@@ -60,22 +57,10 @@ __global__ void __launch_bounds__(kLaneBlock) fwd_v14_row_lanes_kernel(ForwardAr
   const std::int64_t plane = w.in_plane();
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
   // The whole warp loops together: its lanes meet in shuffles at the end of every task.
-  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; t < g.tasks; t += warps) {
-    std::int64_t nc, row;
-    int tile, oh, od;
-    if (g.narrow) {
-      const auto u = static_cast<std::uint32_t>(t);
-      const std::uint32_t r = g.by_tiles.div(u), z = g.by_oh.div(r), n = g.by_od.div(z);
-      tile = static_cast<int>(u - r * static_cast<std::uint32_t>(g.tiles));
-      oh = static_cast<int>(r - z * static_cast<std::uint32_t>(w.oH));
-      od = static_cast<int>(z - n * static_cast<std::uint32_t>(w.oD));
-      row = r, nc = n;
-    } else {
-      row = t / g.tiles;
-      const std::int64_t z = row / w.oH;
-      nc = z / w.oD;
-      tile = static_cast<int>(t - row * g.tiles), oh = static_cast<int>(row - z * w.oH), od = static_cast<int>(z - nc * w.oD);
-    }
+  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; t < g.tasks.count; t += warps) {
+    const RowPiece it = row_piece(t, g.tasks, w);
+    const std::int64_t nc = it.plane, row = it.row;
+    const int tile = it.piece, oh = it.oh, od = it.od;
     const int ow = tile * g.O + o_in;
     const bool mine = ow < w.oW;
     const int d0 = od * w.s[0] - w.p[0], h0 = oh * w.s[1] - w.p[1], w0 = ow * w.s[2] - w.p[2];
@@ -164,10 +149,7 @@ inline RowLanes row_lanes(const Window& w, int V) {
   while (g.O * 2 * g.q <= 32 && g.O * 2 <= w.oW) g.O *= 2;
   g.S = 32 / (g.q * g.O);
   g.step_d = g.S / w.k[1], g.step_h = g.S % w.k[1];
-  g.tiles = (w.oW + g.O - 1) / g.O;
-  g.tasks = w.N * w.C * w.oD * w.oH * g.tiles;
-  g.narrow = g.tasks < kMaxInt32;
-  if (g.narrow) g.by_tiles = FastDiv(g.tiles), g.by_oh = FastDiv(w.oH), g.by_od = FastDiv(w.oD);
+  g.tasks = row_pieces(w, (w.oW + g.O - 1) / g.O);
   return g;
 }
 
@@ -189,7 +171,7 @@ void fwd_v14_row_lanes(cudaStream_t s, const ForwardArgs<T>& a) {
   const RowLanes g = row_lanes(a.w, 16 / sizeof(T));
   const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;
   const void* k = wide ? TUT_KERNEL((fwd_v14_row_lanes_kernel<T, true>)) : TUT_KERNEL((fwd_v14_row_lanes_kernel<T, false>));
-  const unsigned grid = balanced_grid(g.tasks, kLaneBlock / 32, resident_blocks(k, kLaneBlock, 0));
+  const unsigned grid = balanced_grid(g.tasks.count, kLaneBlock / 32, resident_blocks(k, kLaneBlock, 0));
   if (wide) fwd_v14_row_lanes_kernel<T, true><<<grid, kLaneBlock, 0, s>>>(a, g);
   else fwd_v14_row_lanes_kernel<T, false><<<grid, kLaneBlock, 0, s>>>(a, g);
   TUT_CHECK_LAUNCH("fwd_v14_row_lanes_kernel");

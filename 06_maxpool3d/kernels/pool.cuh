@@ -120,6 +120,45 @@ struct FastDiv {
   }
 };
 
+// Items that each take a piece of one row of outputs (v13: a pack of outputs a thread; v14: a tile
+// of outputs a warp): item t is piece t % per_row of the row t / per_row = (plane * oD + od) * oH + oh.
+struct RowPieces {
+  std::int64_t count = 0;  // in the launch
+  FastDiv by_row, by_oh, by_od;
+  int per_row = 1;
+  bool narrow = false;  // count < 2^31: the FastDiv path
+};
+inline RowPieces row_pieces(const Window& w, int per_row) {
+  RowPieces g;
+  g.per_row = per_row;
+  g.count = w.N * w.C * w.oD * w.oH * per_row;
+  g.narrow = g.count < kMaxInt32;
+  if (g.narrow) g.by_row = FastDiv(per_row), g.by_oh = FastDiv(w.oH), g.by_od = FastDiv(w.oD);
+  return g;
+}
+struct RowPiece {
+  std::int64_t row, plane;
+  int piece, oh, od;
+};
+__device__ __forceinline__ RowPiece row_piece(std::int64_t t, const RowPieces& g, const Window& w) {
+  RowPiece it;
+  if (g.narrow) {
+    const auto u = static_cast<std::uint32_t>(t);
+    const std::uint32_t r = g.by_row.div(u), z = g.by_oh.div(r), n = g.by_od.div(z);
+    it.piece = static_cast<int>(u - r * static_cast<std::uint32_t>(g.per_row));
+    it.oh = static_cast<int>(r - z * static_cast<std::uint32_t>(w.oH));
+    it.od = static_cast<int>(z - n * static_cast<std::uint32_t>(w.oD));
+    it.row = r, it.plane = n;
+  } else {
+    it.row = t / g.per_row;
+    const std::int64_t z = it.row / w.oH;
+    it.plane = z / w.oD;
+    it.piece = static_cast<int>(t - it.row * g.per_row), it.oh = static_cast<int>(it.row - z * w.oH),
+    it.od = static_cast<int>(z - it.plane * w.oD);
+  }
+  return it;
+}
+
 // An NDHWC thread item o -> (n, od, oh, ow, channel group g), the group fastest (v7, v8): in 32 bits
 // with FastDiv when every item fits (`narrow`, the same for every thread), else with 64-bit division.
 struct ChannelItem {

@@ -1345,12 +1345,12 @@ TEST_CASE("fwd v14 splits a warp into pieces, outputs and row sets of 32 lanes, 
   CHECK(g.q == 2);
   CHECK(g.O == 8);
   CHECK(g.S == 2);
-  CHECK(g.tasks == 2 * 64 * 8 * 8);
+  CHECK(g.tasks.count == 2 * 64 * 8 * 8);
   CHECK((g.step_d == 0 && g.step_h == 2));
   // Rows of 9 outputs: tiles of 8, two a row; kernel 4 is one piece, so 4 lanes over its 16 rows.
   g = split({2, 2, 9, 9, 36}, params({4}, {4}, {0}, {1}, 1), 4);
-  CHECK((g.q == 1 && g.O == 8 && g.S == 4 && g.tiles == 2));
-  CHECK(g.tasks == 2 * 2 * 3 * 3 * 2);
+  CHECK((g.q == 1 && g.O == 8 && g.S == 4 && g.tasks.per_row == 2));
+  CHECK(g.tasks.count == 2 * 2 * 3 * 3 * 2);
   // One output a row: every lane but the pieces over the rows, S past kH: (jd, jh) step by (2, 0) for kH = 4.
   g = split({1, 1, 8, 4, 16}, params({8, 4, 16}, {8, 4, 16}), 4);
   CHECK((g.q == 4 && g.O == 1 && g.S == 8 && g.step_d == 2 && g.step_h == 0));
