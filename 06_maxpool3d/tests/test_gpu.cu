@@ -169,6 +169,28 @@ std::vector<unsigned char> dx_after(const tut::Problem<Bwd>& bwd, const std::str
   return out;
 }
 
+// A forward rung against the reference on `specs` in every index format, in float and in half; then
+// every backward on the indices its float form wrote, int64 and compact, on `chain`'s window (the
+// chains test's probe, kernel 3 stride 2, is one the newest rungs refuse).
+void check_forward_rung(const std::string& name, const std::vector<Spec>& specs, Spec chain) {
+  std::vector<tut::Case> cases;
+  for (const char* idx : kFormats)
+    for (Spec s : specs) {
+      s.indices = idx;
+      cases.push_back(ch06::make_pool_case(s, false));
+    }
+  tut::check_cases(only(ch06::forward_f32_problem(), {name}), cases);
+  tut::check_cases(only(ch06::forward_f16_problem(), {name}), cases);
+  const auto fwd = only(ch06::forward_f32_problem(), {name});
+  const tut::ProblemEntry entry = tut::erase(fwd);
+  std::vector<tut::Case> chains;
+  for (const char* idx : {"int64", "compact"}) {
+    chain.indices = idx;
+    chains.push_back(ch06::make_pool_case(chain, true));
+  }
+  CHECK(tut::check_chains(ch06::maxpool3d_backward_f32(), chains, &entry) > 0);
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -270,52 +292,29 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("newest rungs: fwd v13 against the reference: packs of 2, 4 and 8 outputs, rows read whole or cell by cell, padding and ceil_mode in D and H, non-cubic windows, each format, float and half" *
             tut::needs_gpu()) {
-    std::vector<tut::Case> cases;
-    for (const char* idx : kFormats)
-      for (Spec s : std::vector<Spec>{{{2, 3, 5, 7, 32}, {2}, {2}, {0}},                     // rows of 16-byte packs
-                                      {{2, 3, 6, 9, 24}, {3, 3, 2}, {2, 2, 2}, {1, 1, 0}},   // padded in D and H
-                                      {{1, 2, 5, 6, 16}, {2, 2, 1}, {1, 1, 1}, {0}},         // kernel 1 along W, overlap in D, H
-                                      {{1, 2, 4, 4, 64}, {1, 1, 4}, {1, 1, 4}, {0}},         // kernel 4 along W (half only)
-                                      {{2, 2, 7, 9, 16}, {2}, {2}, {0}, {1}, 1},             // ceil_mode in D and H
-                                      {{2, 3, 5, 6, 21}, {2}, {2}, {0}, {1}, 1},             // odd W: cell by cell, last window cut
-                                      {{1, 1, 1, 1, 2}, {1, 1, 2}, {1, 1, 2}, {0}}}) {       // one output
-        s.indices = idx;
-        cases.push_back(ch06::make_pool_case(s, false));
-      }
-    tut::check_cases(only(ch06::forward_f32_problem(), {"v13_output_packs"}), cases);
-    tut::check_cases(only(ch06::forward_f16_problem(), {"v13_output_packs"}), cases);
-    // Every backward on the indices v13 wrote (the chains test's probe, kernel 3 stride 2, is one v13 refuses).
-    const auto fwd13 = only(ch06::forward_f32_problem(), {"v13_output_packs"});
-    const tut::ProblemEntry fwd13_entry = tut::erase(fwd13);
-    std::vector<tut::Case> chain;
-    for (const char* idx : {"int64", "compact"})
-      chain.push_back(ch06::make_pool_case({{2, 3, 6, 8, 32}, {2}, {2}, {0}, {1}, 0, "NCDHW", idx}, true));
-    CHECK(tut::check_chains(ch06::maxpool3d_backward_f32(), chain, &fwd13_entry) > 0);
+    check_forward_rung("v13_output_packs",
+                       {{{2, 3, 5, 7, 32}, {2}, {2}, {0}},                     // rows of 16-byte packs
+                        {{2, 3, 6, 9, 24}, {3, 3, 2}, {2, 2, 2}, {1, 1, 0}},   // padded in D and H
+                        {{1, 2, 5, 6, 16}, {2, 2, 1}, {1, 1, 1}, {0}},         // kernel 1 along W, overlap in D, H
+                        {{1, 2, 4, 4, 64}, {1, 1, 4}, {1, 1, 4}, {0}},         // kernel 4 along W (half only)
+                        {{2, 2, 7, 9, 16}, {2}, {2}, {0}, {1}, 1},             // ceil_mode in D and H
+                        {{2, 3, 5, 6, 21}, {2}, {2}, {0}, {1}, 1},             // odd W: cell by cell, last window cut
+                        {{1, 1, 1, 1, 2}, {1, 1, 2}, {1, 1, 2}, {0}}},         // one output
+                       {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
   }
 
   TEST_CASE("newest rungs: fwd v14 against the reference: pieces of 1 to 8 a row, rows of outputs cut by tiles, padding and ceil_mode, gaps and overlap, each format, float and half" *
             tut::needs_gpu()) {
-    std::vector<tut::Case> cases;
-    for (const char* idx : kFormats)
-      for (Spec s : std::vector<Spec>{{{2, 3, 16, 16, 64}, {8}, {8}, {0}},                  // the suite's windows: 2 pieces, 8 outputs, 2 row sets
-                                      {{2, 2, 9, 9, 36}, {4}, {4}, {0}, {1}, 1},            // rows of 9 outputs (two tiles), ceil_mode
-                                      {{1, 2, 12, 10, 40}, {8}, {8}, {4}},                  // a piece of padding along W, 4 along D and H
-                                      {{1, 2, 4, 4, 64}, {2, 2, 16}, {2, 2, 16}, {0}},      // 4 pieces a row
-                                      {{1, 1, 2, 3, 64}, {1, 2, 32}, {1, 1, 32}, {0}},      // 8 pieces, overlap along H
-                                      {{2, 2, 9, 11, 48}, {3, 5, 8}, {2, 3, 12}, {1, 2, 0}},  // 15 rows, gaps along W
-                                      {{1, 2, 10, 9, 40}, {8}, {4}, {0}},                   // overlap along W: pieces read twice
-                                      {{1, 1, 8, 8, 8}, {8}, {8}, {0}}}) {                  // one output
-        s.indices = idx;
-        cases.push_back(ch06::make_pool_case(s, false));
-      }
-    tut::check_cases(only(ch06::forward_f32_problem(), {"v14_row_lanes"}), cases);
-    tut::check_cases(only(ch06::forward_f16_problem(), {"v14_row_lanes"}), cases);
-    const auto fwd14 = only(ch06::forward_f32_problem(), {"v14_row_lanes"});
-    const tut::ProblemEntry fwd14_entry = tut::erase(fwd14);
-    std::vector<tut::Case> chain;
-    for (const char* idx : {"int64", "compact"})
-      chain.push_back(ch06::make_pool_case({{2, 3, 16, 16, 32}, {8}, {8}, {0}, {1}, 0, "NCDHW", idx}, true));
-    CHECK(tut::check_chains(ch06::maxpool3d_backward_f32(), chain, &fwd14_entry) > 0);
+    check_forward_rung("v14_row_lanes",
+                       {{{2, 3, 16, 16, 64}, {8}, {8}, {0}},                   // the suite's windows: 2 pieces, 8 outputs, 2 row sets
+                        {{2, 2, 9, 9, 36}, {4}, {4}, {0}, {1}, 1},             // rows of 9 outputs (two tiles), ceil_mode
+                        {{1, 2, 12, 10, 40}, {8}, {8}, {4}},                   // a piece of padding along W, 4 along D and H
+                        {{1, 2, 4, 4, 64}, {2, 2, 16}, {2, 2, 16}, {0}},       // 4 pieces a row
+                        {{1, 1, 2, 3, 64}, {1, 2, 32}, {1, 1, 32}, {0}},       // 8 pieces, overlap along H
+                        {{2, 2, 9, 11, 48}, {3, 5, 8}, {2, 3, 12}, {1, 2, 0}},  // 15 rows, gaps along W
+                        {{1, 2, 10, 9, 40}, {8}, {4}, {0}},                    // overlap along W: pieces read twice
+                        {{1, 1, 8, 8, 8}, {8}, {8}, {0}}},                     // one output
+                       {{2, 3, 16, 16, 32}, {8}, {8}, {0}});
   }
 
   TEST_CASE("versions stay correct with every operand moved 0-7 elements off its alignment" * tut::needs_gpu()) {
