@@ -20,6 +20,16 @@
 // Prediction (before any run): on that case 8,192 warps, so residency set by the registers, with
 // kLaneRows x 16 bytes in flight a lane; DRAM near its copy rate, about 0.9 of copy.
 //
+// Measured (H200, results/forms/v14_first.*, v14.*, v14_final.*): wrong about what held v4. The
+// first form (8 rows in flight, 78 registers) had 32 % of the warps resident, its last wave of
+// blocks part-empty, and ran 0.803 of copy against v4's 0.799. This form (4 rows, a lane's scan from
+// its first cell inside the input, 32 registers, every warp resident at once) has 90.5 % of the
+// warps resident against v4's 23.9 %, and DRAM about 77 % busy in both (Nsight Compute: 37.0 us
+// against 37.5). In the benchmark 0.0377 and 0.0371 ms against v4's 0.0389 and 0.0390 in two
+// processes, and 0.861 and 0.852 of copy as auto in two suite runs; raced, 3.115x and 3.147x
+// PyTorch against v4's 2.934x and 2.942x. On 8^3 and 4^3 planes (one output a row) it loses to
+// v10. Auto takes it for large disjoint float windows whose rows of outputs span >= 128 bytes.
+//
 // Limits, refused before launch: NCDHW, dilation 1, a window row of 1, 2, 4 or 8 pieces, W, the
 // stride and padding along W multiples of a piece, a plane that fits 32-bit offsets. Where x is not
 // on 16 bytes the same lanes read their pieces element by element.
