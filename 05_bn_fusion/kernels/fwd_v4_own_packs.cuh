@@ -171,8 +171,7 @@ struct NoCache {
 // v3_partials, written over OwnItem, numbering the thread's units in order (its "slots") and
 // handing each to keep(slot, data) before it is added. The NHWC partial row is not numbered.
 // kU packs are loaded before the first is added (kernels/layout.cuh: 64 bytes for float, 32 for half).
-// kAhead: the walk issues the next kU loads before it adds the current ones (sequence_ahead, v18).
-template <class Op, int kU = kUnrollFor<Op::V>, bool kAhead = false, class MakeOp, class Keep, class One>
+template <class Op, int kU = kUnrollFor<Op::V>, class MakeOp, class Keep, class One>
 __device__ void own_partials(const Shape4& s, const V3Plan& plan, typename Op::Stat* partials, typename Op::Stat* smem,
                              MakeOp make_op, Keep keep, One one) {
   using S = typename Op::Stat;
@@ -184,25 +183,12 @@ __device__ void own_partials(const Shape4& s, const V3Plan& plan, typename Op::S
     const OwnItem w = own_item(s, plan, V, item, tid);
     Op op = make_op(w);
     if (w.active) {
-      const auto load = [&](std::int64_t u) { return op.load(own_pack_at(s, plan, V, w, u)); };
-      const auto add = [&](const typename Op::Data& d) {
-        keep(slot++, d);
-        op.add(d);
-      };
-      if constexpr (kAhead) {
-        // The packs held as loaded, 16 bytes each, until they are added: converted at the load, a
-        // batch of 8 halves a pack would take twice the registers and spill.
-        using T = std::remove_cv_t<std::remove_pointer_t<decltype(op.x)>>;
-        sequence_ahead<kU>(
-            w.first, w.step, w.end, [&](std::int64_t u) { return load_raw<V, T>(op.x + own_pack_at(s, plan, V, w, u)); },
-            [&](const uint4& q) {
-              typename Op::Data d;
-              unpack<V, T>(q, d.v);
-              add(d);
-            });
-      } else {
-        sequence<kU>(w.first, w.step, w.end, load, add);
-      }
+      sequence<kU>(
+          w.first, w.step, w.end, [&](std::int64_t u) { return op.load(own_pack_at(s, plan, V, w, u)); },
+          [&](const typename Op::Data& d) {
+            keep(slot++, d);
+            op.add(d);
+          });
       if (s.layout == Layout::nhwc) {
         const std::int64_t last = nhwc_partial_row(plan.nhwc, w.j, w.first, w.step);
         if (last >= 0) op.add(op.load(nhwc_pack_at(plan.nhwc, last, w.j)));
@@ -347,10 +333,10 @@ __device__ void fwd_own_pass(const FwdArgs<T>& a, const ChannelParams& p, const 
 
 // Phase 1 of every own-packs forward (v4 to v7, and tools/phase_timeline.cu's probes): the thread's
 // Welford partials of x, read front to back, each pack handed to the cache before it is added.
-template <int V, class T, class Cache, int kU = kUnrollFor<V>, bool kAhead = false>
+template <int V, class T, class Cache, int kU = kUnrollFor<V>>
 __device__ __forceinline__ void fwd_own_stats(const FwdArgs<T>& a, const V3Plan& plan, Welford* partials, Welford* smem,
                                               const Cache& cache) {
-  own_partials<WelfordStreams<V, T>, kU, kAhead>(
+  own_partials<WelfordStreams<V, T>, kU>(
       a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
       [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
       [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });

@@ -217,35 +217,6 @@ CH05_HD __forceinline__ void sequence(std::int64_t first, std::int64_t step, std
   for (; u < end; u += step) add(load(u));
 }
 
-// The same walk and the same adds in the same order, with the next kU loads issued before the
-// current kU are added: while a thread adds one batch, the next is already on its way, so up to
-// 2 kU loads are in flight instead of kU followed by none.
-#if defined(__CUDACC__)
-#pragma nv_exec_check_disable  // the host tests pass host lambdas
-#endif
-template <int kU, class Load, class Add>
-CH05_HD __forceinline__ void sequence_ahead(std::int64_t first, std::int64_t step, std::int64_t end, Load&& load, Add&& add) {
-  using D = decltype(load(first));
-  std::int64_t u = first;
-  if (u + (kU - 1) * step < end) {
-    D cur[kU];
-    CH05_UNROLL
-    for (int t = 0; t < kU; ++t) cur[t] = load(u + t * step);
-    for (u += kU * step; u + (kU - 1) * step < end; u += kU * step) {
-      D next[kU];
-      CH05_UNROLL
-      for (int t = 0; t < kU; ++t) next[t] = load(u + t * step);
-      CH05_UNROLL
-      for (int t = 0; t < kU; ++t) add(cur[t]);
-      CH05_UNROLL
-      for (int t = 0; t < kU; ++t) cur[t] = next[t];
-    }
-    CH05_UNROLL
-    for (int t = 0; t < kU; ++t) add(cur[t]);
-  }
-  for (; u < end; u += step) add(load(u));
-}
-
 // NCHW: the first element of pack u of channel c (values u*V .. u*V+V-1 in (n, hw) order; V divides HW).
 CH05_HD inline std::int64_t nchw_pack_at(const Shape4& s, const Divisor& hw, std::int64_t c, std::int64_t u, int V) {
   const std::int64_t j = u * V, n = hw.div(j);

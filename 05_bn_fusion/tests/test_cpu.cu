@@ -56,33 +56,6 @@ TEST_CASE("Divisor: the double-multiply quotient is exact, up to 2^50") {
   }
 }
 
-TEST_CASE("sequence_ahead loads and adds exactly what sequence does, in the same order, and loads a batch before adding the one before it") {
-  for (std::int64_t first : {0, 1, 5})
-    for (std::int64_t step : {1, 3, 7})
-      for (std::int64_t n = 0; n < 40; ++n) {
-        const std::int64_t end = first + n;
-        std::vector<std::int64_t> loads, adds, loads_ahead, adds_ahead;
-        std::vector<std::pair<char, std::int64_t>> events;  // 'l' or 'a', with u
-        ch05::sequence<4>(
-            first, step, end, [&](std::int64_t u) { return loads.push_back(u), u; }, [&](std::int64_t u) { adds.push_back(u); });
-        ch05::sequence_ahead<4>(
-            first, step, end, [&](std::int64_t u) { return loads_ahead.push_back(u), events.push_back({'l', u}), u; },
-            [&](std::int64_t u) { adds_ahead.push_back(u), events.push_back({'a', u}); });
-        INFO("first ", first, " step ", step, " end ", end);
-        REQUIRE(loads_ahead == loads);
-        REQUIRE(adds_ahead == adds);
-        REQUIRE(adds == loads);
-        // Where there are two whole batches, the second batch's loads come before the first's adds.
-        const std::int64_t count = static_cast<std::int64_t>(loads.size());
-        if (count >= 8) {
-          const auto at = [&](char kind, std::int64_t u) {
-            return std::find(events.begin(), events.end(), std::make_pair(kind, u)) - events.begin();
-          };
-          CHECK(at('l', first + 7 * step) < at('a', first));
-        }
-      }
-}
-
 TEST_CASE("ChannelMap walks the channels of both layouts as Shape4::channel_of says") {
   for (Layout l : {Layout::nchw, Layout::nhwc}) {
     for (const auto& s : {shape(2, 3, 7, 7, l), shape(3, 33, 1, 1, l), shape(1, 64, 2, 2, l), shape(2, 1, 1, 2, l)}) {

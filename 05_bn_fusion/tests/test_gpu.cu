@@ -536,24 +536,6 @@ TEST_SUITE("gpu") {
     check_chains_through<__half, true>("v17_split_pass", cases);
   }
 
-  TEST_CASE("v18_loads_ahead: every forward, v17's shapes, both layouts, operands moved; every backward on its state; v17's bits, launch after launch" *
-            tut::needs_gpu()) {
-    check_forward_rung("v18_loads_ahead", [](const auto& p) { return v17_shapes(p); });
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
-    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_from<float, false>("v18_loads_ahead", cases);
-    check_chains_from<float, true>("v18_loads_ahead", cases);
-    check_chains_from<__half, false>("v18_loads_ahead", cases);
-    check_chains_from<__half, true>("v18_loads_ahead", cases);
-    // The same packs added in the same order as v17's: the same bytes in every output and state
-    // array, on shapes whose threads walk several batches (and a tail) and on one that fits a batch.
-    std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}};
-    if (!tut::under_sanitizer()) dims.push_back({16, 32, 112, 112});
-    check_bits(bn_relu_f32(), dims, "v18_loads_ahead", "v17_split_pass");
-    check_bits(bn_add_relu_f16(), dims, "v18_loads_ahead", "v17_split_pass");
-  }
-
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     if (!tut::under_sanitizer()) {
