@@ -14,8 +14,9 @@
 // lanes: lane (s, o, p) reads piece p of output o's rows s, s + S, ..., O x q x S = 32 with q the
 // pieces of a row. The q x O lanes of one row read consecutive 16-byte pieces, one or more whole
 // sectors. Each lane loads kLaneRows rows before it compares, scans its cells in PyTorch's order
-// (kernels/pool.cuh) from its first cell inside the input, and the lanes of an output meet in an XOR butterfly with `outranks`, which
-// gives the sequential scan's value and cell in any grouping (v8's combine).
+// (kernels/pool.cuh) from its first cell inside the input, and the lanes of an output meet in an
+// XOR butterfly with `outranks`, which gives the sequential scan's value and cell in any grouping
+// (v8's combine).
 //
 // Prediction (before any run): on that case 8,192 warps, so residency set by the registers, with
 // kLaneRows x 16 bytes in flight a lane; DRAM near its copy rate, about 0.9 of copy.
