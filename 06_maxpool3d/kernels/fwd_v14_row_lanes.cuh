@@ -59,8 +59,8 @@ struct RowLanes {
 // Wide: x on 16 bytes, so a piece is one load; else the same pieces element by element.
 template <class T, bool Wide>
 __global__ void __launch_bounds__(kLaneBlock) fwd_v14_row_lanes_kernel(ForwardArgs<T> a, RowLanes g) {
-  using Pack = tut::ew::Packed<T, 16 / sizeof(T)>;
   constexpr int V = 16 / sizeof(T);
+  using Pack = tut::ew::Packed<T, V>;
   const Window& w = a.w;
   const int lane = static_cast<int>(threadIdx.x) & 31, p = lane & (g.q - 1), o_in = (lane / g.q) & (g.O - 1),
             s = lane / (g.q * g.O);
@@ -80,9 +80,9 @@ __global__ void __launch_bounds__(kLaneBlock) fwd_v14_row_lanes_kernel(ForwardAr
     const T* x = a.x + nc * plane + wp;
     int jd = 0, jh = s;  // this lane's first row, s < 32, split into (jd, jh)
     while (jh >= kh) jh -= kh, ++jd;
-    const auto inside = [&](int r, int jd, int jh) {
-      return piece_in && r < rows && static_cast<unsigned>(d0 + jd) < static_cast<unsigned>(w.D) &&
-             static_cast<unsigned>(h0 + jh) < static_cast<unsigned>(w.H);
+    const auto inside = [&](int r, int rd, int rh) {  // window row r = (rd, rh) of this lane's piece
+      return piece_in && r < rows && static_cast<unsigned>(d0 + rd) < static_cast<unsigned>(w.D) &&
+             static_cast<unsigned>(h0 + rh) < static_cast<unsigned>(w.H);
     };
     // The lane's first cell inside the input, where its scan starts: a row outside (padding,
     // ceil_mode) then reads as -inf, which never replaces it, the same as skipping the row. A
