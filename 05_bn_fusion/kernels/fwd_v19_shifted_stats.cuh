@@ -11,11 +11,11 @@
 // has to take in 512 bytes (one warp's pack) every 120 cycles or so, and in half that pack is 8 x 4
 // operations and 8 conversions, besides the reciprocal and the loads' address arithmetic.
 //
-// How. ShiftedStreams (below): a value enters as d = x - K, with K the stream's mean
-// so far: s1 += d, s2 += d * d, three operations a value, no reciprocal. The sums fold into the
-// stream's Welford statistics after 1, 1, 2, 4, ... values and then every 32 (ShiftedStreams says
-// why that loses at most a bit), so the partials, the merge and the pass are v17's. The statistics are
-// not v17's bits: they are rounded differently.
+// How. ShiftedStreams (below): a value enters as d = x - K, with K the stream's mean so far: s1 +=
+// d, s2 += d * d, three operations a value, no reciprocal. The sums fold into the stream's Welford
+// statistics after the first value and then every 32 (ShiftedStreams says what that costs in
+// precision), so the partials, the merge and the pass are v17's. The statistics are not v17's
+// bits: they are rounded differently.
 //
 // Prediction (before any run): fewer instructions in the half statistics' loop, and that kernel at
 // about float's DRAM rate, about 30 us instead of 41; the half forward at 64x64x112x112 NHWC level
@@ -27,17 +27,15 @@
 namespace ch05 {
 
 // A thread's V streams as sums of deviations. WelfordStreams' add costs a reciprocal a pack and four
-// dependent operations a value. Here a value enters as d = x - K, where K is the stream's mean so
-// far: s1 += d, s2 += d * d, three operations and no reciprocal. The sums fold into the stream's
-// (n, mean, M2) by Chan's merge after 1, 1, 2, 4, ... values, then every kFold, so that a fold
-// never holds more values (n_b) than came before it (n_a), and K moves to the new mean.
-// Precision: the fold's M2 is s2 - s1^2 / n_b, in which n_b (mean_b - K)^2 cancels; K is the mean
-// of the n_a values before, so that term is at most (1 + n_b / n_a) <= 2 times the merged M2, and
-// the subtraction loses at most a bit against the statistics it goes into. The first fold holds
-// one value, with K = 0: s1 = x, s2 = x * x rounded, and s1 * s1 rounded is the same number, so its
-// M2 is exactly 0 (the product is rounded on its own, never contracted into an fma).
-// The packs are held as loaded (16 bytes; WelfordStreams converts them on loading, 8 floats a
-// pack of half) and converted as they are added: the registers the sums take.
+// dependent operations a value. Here a value enters as d = x - K: s1 += d, s2 += d * d, three
+// operations and no reciprocal. K is the stream's mean so far: the sums fold into the stream's
+// (n, mean, M2) by Chan's merge after the first value and then every kFold, and K moves to the
+// new mean. Precision: the fold's M2 is s2 - s1^2 / n_b, in which n_b (mean_b - K)^2 cancels; K
+// is the mean of the n_a values before, so that term is at most (1 + n_b / n_a) times the merged
+// M2: at most log2(33), about 5 of float's 24 bits, in the second fold (n_a = 1), a bit at most
+// from the third on. The first fold holds one value, with K = 0: s1 = x, s2 = x * x rounded, and
+// s1 * s1 rounded is the same number, so its M2 is exactly 0 (the product is rounded on its own,
+// never contracted into an fma).
 inline constexpr int kShiftedFold = 32;
 
 template <int kV, class T, int kFold = kShiftedFold>
@@ -81,7 +79,7 @@ struct ShiftedStreams {
     }
     cnt += nb;
     n = 0;
-    next_fold = cnt < kFold ? static_cast<int>(cnt) : kFold;
+    next_fold = kFold;
   }
   __device__ __forceinline__ Welford stream(int k) const {
     if (n == 0) return {cnt, mean[k], m2[k]};

@@ -494,8 +494,8 @@ TEST_SUITE("gpu") {
       check(bn_relu_f32(), name, small, false);
       check(bn_add_relu_f16(), name, small, false);
     }
-    // v19's threads fold after 1, 1, 2, 4, ... values, then every 32: these shapes give a stream 1
-    // value (the small ones), about 10 to 20 (8x4x512x512) and 63 to 127 (64x64x112x112).
+    // v19's threads fold after one value and then every 32: these shapes give a stream 1 value (the
+    // small ones), about 10 to 20 (8x4x512x512) and 63 to 127 (64x64x112x112).
     std::vector<Dims> folds = small;
     folds.push_back({8, 4, 512, 512});
     if (!tut::under_sanitizer()) folds.push_back({64, 64, 112, 112});
