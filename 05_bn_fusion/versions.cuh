@@ -43,7 +43,6 @@
 #include "kernels/fwd_v15_one_cluster.cuh"
 #include "kernels/fwd_v16_channel_blocks.cuh"
 #include "kernels/fwd_v17_split_pass.cuh"
-#include "kernels/fwd_v19_shifted_stats.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -243,10 +242,6 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v4's statistics, then the pass as a plain grid back to front, its x loaded before it waits",
                                             &fwd_v17_split_pass<T, kAdd>, &fwd_v4_scratch_bytes<T>,
                                             fwd_v17_kernels<T, kAdd>()));
-  p.versions.push_back(fwd_version<T, kAdd>("v19_shifted_stats",
-                                            "v17 with its statistics summed as deviations from a running shift, folded into Welford's every 32 values",
-                                            &fwd_v19_shifted_stats<T, kAdd>, &fwd_v4_scratch_bytes<T>,
-                                            fwd_v19_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -331,18 +331,14 @@ __device__ void fwd_own_pass(const FwdArgs<T>& a, const ChannelParams& p, const 
 
 // ---- The kernel -----------------------------------------------------------------------------------
 
-// Phase 1 of every own-packs forward (v4 to v7, v17 and v19, and tools/phase_timeline.cu's probes):
-// the thread's Welford partials of x, read front to back, each pack handed to the cache before it
-// is added. Op: how a thread accumulates (WelfordStreams; v19: ShiftedStreams).
-template <int V, class T, class Cache, int kU = kUnrollFor<V>, class Op = WelfordStreams<V, T>>
+// Phase 1 of every own-packs forward (v4 to v7, and tools/phase_timeline.cu's probes): the thread's
+// Welford partials of x, read front to back, each pack handed to the cache before it is added.
+template <int V, class T, class Cache, int kU = kUnrollFor<V>>
 __device__ __forceinline__ void fwd_own_stats(const FwdArgs<T>& a, const V3Plan& plan, Welford* partials, Welford* smem,
                                               const Cache& cache) {
-  own_partials<Op, kU>(
-      a.s, plan, partials, smem, [&](const OwnItem&) { return Op(a.x); },
-      [&](std::int64_t slot, const typename Op::Data& d) {
-        if constexpr (std::is_same_v<typename Op::Data, uint4>) cache.keep(slot, 0, d);  // held as loaded
-        else cache.keep(slot, 0, repack<V, T>(d.v));
-      },
+  own_partials<WelfordStreams<V, T>, kU>(
+      a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
+      [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
       [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });
 }
 

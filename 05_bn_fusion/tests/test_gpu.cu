@@ -446,31 +446,18 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_f16(), dims, "v14_shifted_sums", nullptr);
   }
 
-  TEST_CASE("v14, v15 and v19: a shift far from the mean (x's first row at 5000, the rest in [-2, 2); v19 also x drifting from 1000 to 1008 down the rows): the saved statistics" *
+  TEST_CASE("v14 and v15: K* far from the mean (x's first row at 5000, the rest in [-2, 2)): the saved statistics" *
             tut::needs_gpu()) {
     // The instance's reference is drawn once, so this x is judged here: the saved mean and inverse
     // std against the double-precision statistics of the values x holds, at the instance's tolerances.
-    // drift: x = 1000 + 8 j / M + a value in [-2, 2) at row j of M, so that the mean v19's threads
-    // shift by moves as they walk down.
-    const auto check = [](const auto& p, const char* name, const std::vector<Dims>& dims, bool drift) {
+    const auto check = [](const auto& p, const char* name) {
       const auto q = only(p, name);  // the trial keeps a reference to q's version
-      for (const Dims& d : dims) {
+      for (const Dims& d : {Dims{8, 32, 28, 28}, Dims{4, 33, 17, 19}, Dims{2, 1, 300, 301}}) {
         const auto c = bn_case(p, d, "NHWC");
         const auto inst = tut::instantiate(p, c, tut::test_options(p.name, c));
         const tut::Trial t = tut::make_trial(q.versions.front(), *inst);
         const std::int64_t C = d[1];
-        std::vector<double> x;
-        if (drift) {
-          std::vector<float> v(static_cast<std::size_t>(inst->operand("x").count()));
-          const tut::Random rng(11);
-          const double rows = static_cast<double>(v.size() / static_cast<std::size_t>(C));
-          for (std::size_t i = 0; i < v.size(); ++i)
-            v[i] = static_cast<float>(1000.0 + 8.0 * static_cast<double>(i / static_cast<std::size_t>(C)) / rows +
-                                      rng.unit(i) * 4.0 - 2.0);
-          x = upload_x(*inst, v);
-        } else {
-          x = redraw_x(*inst, 7, 5000.0f, C);
-        }
+        const std::vector<double> x = redraw_x(*inst, 7, 5000.0f, C);
         const auto out = bytes_after(t, *inst);
         INFO(p.name, " ", c.name);
         for (std::int64_t ch = 0; ch < C; ++ch) {
@@ -489,19 +476,9 @@ TEST_SUITE("gpu") {
         }
       }
     };
-    const std::vector<Dims> small = {{8, 32, 28, 28}, {4, 33, 17, 19}, {2, 1, 300, 301}};
     for (const char* name : {"v14_shifted_sums", "v15_one_cluster"}) {
-      check(bn_relu_f32(), name, small, false);
-      check(bn_add_relu_f16(), name, small, false);
-    }
-    // v19's threads fold after one value and then every 32: these shapes give a stream 1 value (the
-    // small ones), about 10 to 20 (8x4x512x512) and 63 to 127 (64x64x112x112).
-    std::vector<Dims> folds = small;
-    folds.push_back({8, 4, 512, 512});
-    if (!tut::under_sanitizer()) folds.push_back({64, 64, 112, 112});
-    for (const bool drift : {false, true}) {
-      check(bn_relu_f32(), "v19_shifted_stats", folds, drift);
-      check(bn_add_relu_f16(), "v19_shifted_stats", folds, drift);
+      check(bn_relu_f32(), name);
+      check(bn_add_relu_f16(), name);
     }
   }
 
@@ -557,23 +534,6 @@ TEST_SUITE("gpu") {
     check_chains_through<float, true>("v17_split_pass", cases);
     check_chains_through<__half, false>("v17_split_pass", cases);
     check_chains_through<__half, true>("v17_split_pass", cases);
-  }
-
-  TEST_CASE("v19_shifted_stats: every forward, v17's shapes, both layouts, operands moved; every backward on its state; its first launch's bits, launch after launch" *
-            tut::needs_gpu()) {
-    check_forward_rung("v19_shifted_stats", [](const auto& p) { return v17_shapes(p); });
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
-    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_from<float, false>("v19_shifted_stats", cases);
-    check_chains_from<float, true>("v19_shifted_stats", cases);
-    check_chains_from<__half, false>("v19_shifted_stats", cases);
-    check_chains_from<__half, true>("v19_shifted_stats", cases);
-    // Shapes whose threads walk several batches (and a tail), and one that fits a batch.
-    std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}};
-    if (!tut::under_sanitizer()) dims.push_back({16, 32, 112, 112});
-    check_bits(bn_relu_f32(), dims, "v19_shifted_stats", nullptr);
-    check_bits(bn_add_relu_f16(), dims, "v19_shifted_stats", nullptr);
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
@@ -653,14 +613,9 @@ TEST_SUITE("large") {
     p.versions = keep;
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
-  TEST_CASE("past 2^31 elements: bn_relu_f32 v17 and v19, their pass's chunks and mask bytes past 2^31; v19's streams folded about 5000 values deep" *
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v17, its pass's chunks and mask bytes past 2^31" *
             tut::needs_gpu_memory(std::size_t{40} << 30)) {
-    auto p = bn_relu_f32();
-    std::vector<tut::Version<ForwardInstance<float, false>>> keep;
-    for (const auto& v : p.versions)
-      if (v.name == "v17_split_pass" || v.name == "v19_shifted_stats") keep.push_back(v);
-    p.versions = keep;
-    REQUIRE(p.versions.size() == 2);
+    const auto p = only(bn_relu_f32(), "v17_split_pass");
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
   TEST_CASE("past 2^31 elements: bn_relu_backward_f32 v17, its dx pass's chunks and mask words past 2^31" *
