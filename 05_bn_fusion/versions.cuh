@@ -43,6 +43,7 @@
 #include "kernels/fwd_v15_one_cluster.cuh"
 #include "kernels/fwd_v16_channel_blocks.cuh"
 #include "kernels/fwd_v17_split_pass.cuh"
+#include "kernels/fwd_v19_warp_columns.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -242,6 +243,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v4's statistics, then the pass as a plain grid back to front, its x loaded before it waits",
                                             &fwd_v17_split_pass<T, kAdd>, &fwd_v4_scratch_bytes<T>,
                                             fwd_v17_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v19_warp_columns",
+                                            "v17 with each block's columns merged in shuffles and one barrier, not a tree of barriers",
+                                            &fwd_v19_warp_columns<T, kAdd>, &fwd_v4_scratch_bytes<T>,
+                                            fwd_v19_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

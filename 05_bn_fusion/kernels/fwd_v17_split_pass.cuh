@@ -48,17 +48,24 @@ inline constexpr int kV17Unroll = 4;
 
 // The statistics: v4's phase 1 (fwd_own_stats) and its merge, in a grid of kBlocks blocks per SM,
 // kU packs in flight per thread.
-template <int V, class T, int kBlocks = kV17Blocks, int kU = (V == 1 ? kUnrollFor<1> : kV17Unroll)>
-__global__ void __launch_bounds__(kBlock, kBlocks)
-    fwd_v17_stats_kernel(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan) {
-  __shared__ Welford smem[kBlock * V];
+// kWarpCols: the NHWC columns merged with fewer barriers (v19).
+template <int V, class T, int kBlocks, int kU, bool kWarpCols>
+__device__ __forceinline__ void v17_stats(const FwdArgs<T>& a, const ChannelParams& p, Welford* partials, const V3Plan& plan,
+                                          Welford* smem) {
   const NoCache<kBlocks> cache(nullptr, 0);
   cg::grid_group grid = cg::this_grid();
-  fwd_own_stats<V, T, NoCache<kBlocks>, kU>(a, plan, partials, smem, cache);
+  fwd_own_stats<V, T, NoCache<kBlocks>, kU, kWarpCols>(a, plan, partials, smem, cache);
   grid.sync();
   pdl_launch_dependents();  // every block is past its reads of x: the pass may start
   own_merge(partials, a.s.C, plan.slots, smem,
             [&](std::int64_t c, Welford total) { finish_forward_channel(a, p, static_cast<int>(c), total); });
+}
+
+template <int V, class T, int kBlocks = kV17Blocks, int kU = (V == 1 ? kUnrollFor<1> : kV17Unroll)>
+__global__ void __launch_bounds__(kBlock, kBlocks)
+    fwd_v17_stats_kernel(FwdArgs<T> a, ChannelParams p, Welford* partials, V3Plan plan) {
+  __shared__ Welford smem[kBlock * V];
+  v17_stats<V, T, kBlocks, kU, false>(a, p, partials, plan, smem);
 }
 
 // The pass: `chunks` whole chunks of 32 packs of V elements, in `units` units of kChunks; warp w

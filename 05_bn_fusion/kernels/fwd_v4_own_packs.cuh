@@ -171,7 +171,8 @@ struct NoCache {
 // v3_partials, written over OwnItem, numbering the thread's units in order (its "slots") and
 // handing each to keep(slot, data) before it is added. The NHWC partial row is not numbered.
 // kU packs are loaded before the first is added (kernels/layout.cuh: 64 bytes for float, 32 for half).
-template <class Op, int kU = kUnrollFor<Op::V>, class MakeOp, class Keep, class One>
+// kWarpCols: the NHWC columns merged with fewer barriers (columns_to_partials_warps, v19).
+template <class Op, int kU = kUnrollFor<Op::V>, bool kWarpCols = false, class MakeOp, class Keep, class One>
 __device__ void own_partials(const Shape4& s, const V3Plan& plan, typename Op::Stat* partials, typename Op::Stat* smem,
                              MakeOp make_op, Keep keep, One one) {
   using S = typename Op::Stat;
@@ -198,8 +199,12 @@ __device__ void own_partials(const Shape4& s, const V3Plan& plan, typename Op::S
       const S total = block_total(op, smem);
       if (tid == 0) partials[w.c * plan.slots + item / s.C] = total;
     } else {
-      columns_to_partials(op, w.active, smem, plan.nhwc, s.C, static_cast<int>(item % plan.nhwc.gx), partials,
-                          plan.slots, static_cast<int>(item));
+      if constexpr (kWarpCols)
+        columns_to_partials_warps(op, w.active, smem, plan.nhwc, s.C, static_cast<int>(item % plan.nhwc.gx), partials,
+                                  plan.slots, static_cast<int>(item));
+      else
+        columns_to_partials(op, w.active, smem, plan.nhwc, s.C, static_cast<int>(item % plan.nhwc.gx), partials,
+                            plan.slots, static_cast<int>(item));
     }
   }
   if (s.layout == Layout::nhwc && blockIdx.x == gridDim.x - 1)
@@ -331,12 +336,13 @@ __device__ void fwd_own_pass(const FwdArgs<T>& a, const ChannelParams& p, const 
 
 // ---- The kernel -----------------------------------------------------------------------------------
 
-// Phase 1 of every own-packs forward (v4 to v7, and tools/phase_timeline.cu's probes): the thread's
-// Welford partials of x, read front to back, each pack handed to the cache before it is added.
-template <int V, class T, class Cache, int kU = kUnrollFor<V>>
+// Phase 1 of every own-packs forward (v4 to v7, v17 and v19, and tools/phase_timeline.cu's probes):
+// the thread's Welford partials of x, read front to back, each pack handed to the cache before it
+// is added. kWarpCols: as own_partials.
+template <int V, class T, class Cache, int kU = kUnrollFor<V>, bool kWarpCols = false>
 __device__ __forceinline__ void fwd_own_stats(const FwdArgs<T>& a, const V3Plan& plan, Welford* partials, Welford* smem,
                                               const Cache& cache) {
-  own_partials<WelfordStreams<V, T>, kU>(
+  own_partials<WelfordStreams<V, T>, kU, kWarpCols>(
       a.s, plan, partials, smem, [&](const OwnItem&) { return WelfordStreams<V, T>(a.x); },
       [&](std::int64_t slot, const typename WelfordStreams<V, T>::Data& d) { cache.keep(slot, 0, repack<V, T>(d.v)); },
       [&](std::int64_t e, std::int64_t) { return Welford{1.0f, to_float(a.x[e]), 0.0f}; });

@@ -264,6 +264,24 @@ __device__ __forceinline__ typename Op::Stat block_total(const Op& op, typename 
   return block_reduce<kBlock>(v, smem);
 }
 
+// The gather of columns_to_partials: row 0 of `cols` (column col's V values at col * V) merged per
+// channel into partials[c * slots + slot]. Every thread of the block calls it.
+template <int V, class S>
+__device__ __forceinline__ void columns_gather(const S* cols, const NhwcPlan& p, std::int64_t C, int bxi, S* partials,
+                                               int slots, int slot) {
+  const int tid = static_cast<int>(threadIdx.x), bx = p.bx;
+  const std::int64_t j0 = static_cast<std::int64_t>(bxi) * bx;
+  for (std::int64_t c = tid; c < C; c += kBlock) {
+    S acc{};
+    for (std::int64_t e = c; e < p.L; e += C) {  // each place channel c takes in a row: L / C of them
+      const std::int64_t col = e / V - j0;
+      if (col >= 0 && col < bx) acc = merge(acc, cols[col * V + e % V]);
+    }
+    partials[c * slots + slot] = acc;
+  }
+  __syncthreads();  // cols is free again
+}
+
 // NHWC: the block's columns [bxi * bx, bxi * bx + bx), merged down its rows, then gathered per
 // channel into partials[c * slots + slot] for every channel c (a channel none of the columns holds
 // gets an empty partial). `cols` holds kBlock * V values. Every thread of the block calls it.
@@ -288,16 +306,44 @@ __device__ void columns_to_partials(const Op& op, bool has_column, typename Op::
     }
     __syncthreads();
   }
-  const std::int64_t j0 = static_cast<std::int64_t>(bxi) * bx;
-  for (std::int64_t c = tid; c < C; c += kBlock) {
-    S acc{};
-    for (std::int64_t e = c; e < p.L; e += C) {  // each place channel c takes in a row: L / C of them
-      const std::int64_t col = e / V - j0;
-      if (col >= 0 && col < bx) acc = merge(acc, cols[col * V + e % V]);
-    }
-    partials[c * slots + slot] = acc;
+  columns_gather<V>(cols, p, C, bxi, partials, slots, slot);
+}
+
+// columns_to_partials with fewer barriers (v19), where a warp holds whole rows of the block's
+// columns (bx divides 32) and the block has more than one row: the 32 / bx rows of a warp merge in
+// shuffles (log2(32 / bx) levels, no barrier), the warps' totals go to shared memory, and after
+// one barrier each of the bx * V (column, stream) pairs is merged down the kWarps warps by one
+// thread, in warp order. Otherwise columns_to_partials' tree.
+template <class Op>
+__device__ void columns_to_partials_warps(const Op& op, bool has_column, typename Op::Stat* cols, const NhwcPlan& p,
+                                          std::int64_t C, int bxi, typename Op::Stat* partials, int slots, int slot) {
+  using S = typename Op::Stat;
+  constexpr int V = Op::V;
+  const int bx = p.bx;
+  if (32 % bx != 0 || p.by == 1) {
+    columns_to_partials(op, has_column, cols, p, C, bxi, partials, slots, slot);
+    return;
   }
-  __syncthreads();  // cols is free again
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  S v[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) v[k] = has_column ? op.stream(k) : S{};
+  for (int off = 16; off >= bx; off >>= 1) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) v[k] = merge(v[k], shfl_down(v[k], off));
+  }
+  if (lane < bx) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) cols[(warp * bx + lane) * V + k] = v[k];
+  }
+  __syncthreads();
+  if (tid < bx * V) {
+    S acc = cols[tid];
+    for (int w = 1; w < kWarps; ++w) acc = merge(acc, cols[w * bx * V + tid]);
+    cols[tid] = acc;  // row 0, column tid / V, stream tid % V: only this thread reads it
+  }
+  __syncthreads();
+  columns_gather<V>(cols, p, C, bxi, partials, slots, slot);
 }
 
 // NHWC: the last slot of each channel, from the elements after the last whole pack.
