@@ -223,6 +223,23 @@ void check_chains_through(const char* name, const std::vector<tut::Case>& cases)
   check_chains_from<T, kAdd>(name, cases);
 }
 
+// check_chains_from, or check_chains_through (kThrough), in the four forms: float and half, with
+// and without the add.
+template <bool kThrough = false>
+void check_chains_all_forms(const char* name, const std::vector<tut::Case>& cases) {
+  if constexpr (kThrough) {
+    check_chains_through<float, false>(name, cases);
+    check_chains_through<float, true>(name, cases);
+    check_chains_through<__half, false>(name, cases);
+    check_chains_through<__half, true>(name, cases);
+  } else {
+    check_chains_from<float, false>(name, cases);
+    check_chains_from<float, true>(name, cases);
+    check_chains_from<__half, false>(name, cases);
+    check_chains_from<__half, true>(name, cases);
+  }
+}
+
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
 // (rounded to half where x is half).
 template <class Inst>
@@ -491,10 +508,7 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NHWC"));
-    check_chains_through<float, false>("v15_one_cluster", cases);
-    check_chains_through<float, true>("v15_one_cluster", cases);
-    check_chains_through<__half, false>("v15_one_cluster", cases);
-    check_chains_through<__half, true>("v15_one_cluster", cases);
+    check_chains_all_forms<true>("v15_one_cluster", cases);
   }
 
   TEST_CASE("v15_one_cluster: its first launch's bits, launch after launch, x drawn again each time" * tut::needs_gpu()) {
@@ -514,10 +528,7 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NCHW"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {4096, 3, 1, 1}, "NCHW"));
-    check_chains_from<float, false>("v16_channel_blocks", cases);
-    check_chains_from<float, true>("v16_channel_blocks", cases);
-    check_chains_from<__half, false>("v16_channel_blocks", cases);
-    check_chains_from<__half, true>("v16_channel_blocks", cases);
+    check_chains_all_forms("v16_channel_blocks", cases);
   }
 
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
@@ -530,10 +541,7 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_through<float, false>("v17_split_pass", cases);
-    check_chains_through<float, true>("v17_split_pass", cases);
-    check_chains_through<__half, false>("v17_split_pass", cases);
-    check_chains_through<__half, true>("v17_split_pass", cases);
+    check_chains_all_forms<true>("v17_split_pass", cases);
   }
 
   TEST_CASE("v19_warp_columns: every forward, v17's shapes, both layouts, operands moved; every backward on its state; its first launch's bits, launch after launch" *
@@ -544,10 +552,7 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_from<float, false>("v19_warp_columns", cases);
-    check_chains_from<float, true>("v19_warp_columns", cases);
-    check_chains_from<__half, false>("v19_warp_columns", cases);
-    check_chains_from<__half, true>("v19_warp_columns", cases);
+    check_chains_all_forms("v19_warp_columns", cases);
     std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}, {8, 2, 40, 40}};
     if (!tut::under_sanitizer()) dims.push_back({16, 32, 112, 112});
     check_bits(bn_relu_f32(), dims, "v19_warp_columns", nullptr);
