@@ -11,6 +11,7 @@
 #include "tut/grading.hpp"
 #include "versions.cuh"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -74,15 +75,19 @@ tut::Problem<Inst> own_only(const tut::Problem<Inst>& p) {
   return q;
 }
 
-// The problem with one of its versions only.
+// The problem with the named versions only, in its own order; each name must be one of them.
 template <class Inst>
-tut::Problem<Inst> only(const tut::Problem<Inst>& p, const std::string& name) {
+tut::Problem<Inst> only_these(const tut::Problem<Inst>& p, const std::vector<std::string>& names) {
   tut::Problem<Inst> q = p;
   q.versions.clear();
   for (const auto& v : p.versions)
-    if (v.name == name) q.versions.push_back(v);
-  REQUIRE(q.versions.size() == 1);
+    if (std::find(names.begin(), names.end(), v.name) != names.end()) q.versions.push_back(v);
+  REQUIRE(q.versions.size() == names.size());
   return q;
+}
+template <class Inst>
+tut::Problem<Inst> only(const tut::Problem<Inst>& p, const std::string& name) {
+  return only_these(p, {name});
 }
 
 // shapes() plus a rung's own cuts in both layouts, and (outside the sanitizers, which would take
@@ -223,21 +228,19 @@ void check_chains_through(const char* name, const std::vector<tut::Case>& cases)
   check_chains_from<T, kAdd>(name, cases);
 }
 
-// check_chains_from, or check_chains_through (kThrough), in the four forms: float and half, with
-// and without the add.
-template <bool kThrough = false>
-void check_chains_all_forms(const char* name, const std::vector<tut::Case>& cases) {
-  if constexpr (kThrough) {
-    check_chains_through<float, false>(name, cases);
-    check_chains_through<float, true>(name, cases);
-    check_chains_through<__half, false>(name, cases);
-    check_chains_through<__half, true>(name, cases);
-  } else {
-    check_chains_from<float, false>(name, cases);
-    check_chains_from<float, true>(name, cases);
-    check_chains_from<__half, false>(name, cases);
-    check_chains_from<__half, true>(name, cases);
-  }
+// check_chains_from and check_chains_through in the four forms: float and half, with and without
+// the add.
+inline void check_chains_from_all(const char* name, const std::vector<tut::Case>& cases) {
+  check_chains_from<float, false>(name, cases);
+  check_chains_from<float, true>(name, cases);
+  check_chains_from<__half, false>(name, cases);
+  check_chains_from<__half, true>(name, cases);
+}
+inline void check_chains_through_all(const char* name, const std::vector<tut::Case>& cases) {
+  check_chains_through<float, false>(name, cases);
+  check_chains_through<float, true>(name, cases);
+  check_chains_through<__half, false>(name, cases);
+  check_chains_through<__half, true>(name, cases);
 }
 
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
@@ -508,7 +511,7 @@ TEST_SUITE("gpu") {
             tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NHWC"));
-    check_chains_all_forms<true>("v15_one_cluster", cases);
+    check_chains_through_all("v15_one_cluster", cases);
   }
 
   TEST_CASE("v15_one_cluster: its first launch's bits, launch after launch, x drawn again each time" * tut::needs_gpu()) {
@@ -528,7 +531,7 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NCHW"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {4096, 3, 1, 1}, "NCHW"));
-    check_chains_all_forms("v16_channel_blocks", cases);
+    check_chains_from_all("v16_channel_blocks", cases);
   }
 
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
@@ -541,7 +544,7 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_all_forms<true>("v17_split_pass", cases);
+    check_chains_through_all("v17_split_pass", cases);
   }
 
   TEST_CASE("v19_warp_columns: every forward, v17's shapes, both layouts, operands moved; every backward on its state; its first launch's bits, launch after launch" *
@@ -552,7 +555,7 @@ TEST_SUITE("gpu") {
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_all_forms("v19_warp_columns", cases);
+    check_chains_from_all("v19_warp_columns", cases);
     std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}, {8, 2, 40, 40}};
     if (!tut::under_sanitizer()) dims.push_back({16, 32, 112, 112});
     check_bits(bn_relu_f32(), dims, "v19_warp_columns", nullptr);
@@ -628,22 +631,12 @@ TEST_SUITE("gpu") {
 // Versions 2, 3, 5 and 6 (v4 is v5 without its cache), both layouts; x, y and the mask take 18 GB.
 TEST_SUITE("large") {
   TEST_CASE("past 2^31 elements: bn_relu_f32 v2, v3, v5 and v6" * tut::needs_gpu_memory(std::size_t{40} << 30)) {
-    auto p = bn_relu_f32();
-    std::vector<tut::Version<ForwardInstance<float, false>>> keep;
-    for (const auto& v : p.versions)
-      if (v.name == "v2_layout_aware" || v.name == "v3_single_read" || v.name == "v5_onchip_cache" || v.name == "v6_balanced")
-        keep.push_back(v);
-    p.versions = keep;
+    const auto p = only_these(bn_relu_f32(), {"v2_layout_aware", "v3_single_read", "v5_onchip_cache", "v6_balanced"});
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
   TEST_CASE("past 2^31 elements: bn_relu_f32 v17 and v19, their pass's chunks and mask bytes past 2^31" *
             tut::needs_gpu_memory(std::size_t{40} << 30)) {
-    auto p = bn_relu_f32();
-    std::vector<tut::Version<ForwardInstance<float, false>>> keep;
-    for (const auto& v : p.versions)
-      if (v.name == "v17_split_pass" || v.name == "v19_warp_columns") keep.push_back(v);
-    p.versions = keep;
-    REQUIRE(p.versions.size() == 2);
+    const auto p = only_these(bn_relu_f32(), {"v17_split_pass", "v19_warp_columns"});
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
   TEST_CASE("past 2^31 elements: bn_relu_backward_f32 v17, its dx pass's chunks and mask words past 2^31" *
