@@ -28,11 +28,19 @@ def number(text):
 
 
 def read(path):
-    with open(path, newline="") as fh:
-        text = fh.read()
+    """The kernel's name and its instruction rows; a one-line error where the file is not ncu's source page."""
+    try:
+        with open(path, newline="") as fh:
+            text = fh.read()
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror}")
     first, _, rest = text.partition("\n")  # "Kernel Name","...",
-    kernel = next(csv.reader(io.StringIO(first)))[1]
-    return kernel, list(csv.DictReader(io.StringIO(rest)))
+    head = next(csv.reader(io.StringIO(first)), [])
+    lines = list(csv.DictReader(io.StringIO(rest)))
+    if len(head) < 2 or head[0] != "Kernel Name" or not lines or not {"Address", "Source", ALL} <= set(lines[0]):
+        sys.exit(f"{path}: not Nsight Compute's source page as CSV (ncu --import REPORT --page source --csv "
+                 "--print-source sass)")
+    return head[1], lines
 
 
 def main():
@@ -65,10 +73,13 @@ def main():
                    "per_warp": round(number(r["Instructions Executed"]) / args.warps, 3), "samples": number(r[ALL])}
             row.update({k: number(r.get(k, "0")) for k in REASONS})
             rows.append(row)
-    with open(args.out, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
+    try:
+        with open(args.out, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+    except OSError as e:
+        sys.exit(f"{args.out}: {e.strerror}")
     print(f"wrote {args.out}: {len(rows)} rows")
     return 0
 
