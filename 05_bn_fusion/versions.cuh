@@ -25,6 +25,7 @@
 #include "kernels/bwd_v8_cluster.cuh"
 #include "kernels/bwd_v15_one_cluster.cuh"
 #include "kernels/bwd_v17_split_pass.cuh"
+#include "kernels/bwd_v19_warp_columns.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -323,6 +324,10 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
   p.versions.push_back(bwd_version<T, kAdd>("v17_split_pass", "v4's sums, then the dx pass as a plain grid back to front, as the forward v17",
                                             "mask", &bwd_v17_split_pass<T, kAdd>, &bwd_v4_scratch_bytes<T>,
                                             bwd_v17_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v19_warp_columns",
+                                            "v17 with each block's columns of sums merged in shuffles and one barrier",
+                                            "mask", &bwd_v19_warp_columns<T, kAdd>, &bwd_v4_scratch_bytes<T>,
+                                            bwd_v19_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

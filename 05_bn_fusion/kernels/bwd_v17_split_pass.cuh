@@ -29,25 +29,32 @@ namespace ch05 {
 // two of x, 64 bytes a thread, as bwd v4's pass.
 inline constexpr int kV17BwdChunks = 2;
 
-// The sums: bwd v4's phase 1 and its merge, in bwd v4's grid.
-template <int V, class T>
-__global__ void __launch_bounds__(kBlock, kOwnBlocksBwd)
-    bwd_v17_stats_kernel(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan) {
-  __shared__ GradSums smem[kBlock * V];
+// The sums: bwd v4's phase 1 and its merge, in bwd v4's grid. kWarpCols: the NHWC columns merged
+// with fewer barriers (v19).
+template <int V, class T, bool kWarpCols>
+__device__ __forceinline__ void bwd_v17_stats(const BwdArgs<T>& a, const ChannelParams& p, GradSums* partials,
+                                              const V3Plan& plan, GradSums* smem) {
   const NoCache<kOwnBlocksBwd> cache(nullptr, 0);
   cg::grid_group grid = cg::this_grid();
-  bwd_own_stats<V>(a, plan, partials, smem, cache);
+  bwd_own_stats<V, T, NoCache<kOwnBlocksBwd>, kWarpCols>(a, plan, partials, smem, cache);
   grid.sync();
   pdl_launch_dependents();  // every block is past its reads: the dx pass may start
   own_merge(partials, a.s.C, plan.slots, smem,
             [&](std::int64_t c, GradSums total) { finish_backward_channel(a, p, static_cast<int>(c), total); });
 }
 
+template <int V, class T>
+__global__ void __launch_bounds__(kBlock, kOwnBlocksBwd)
+    bwd_v17_stats_kernel(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan) {
+  __shared__ GradSums smem[kBlock * V];
+  bwd_v17_stats<V, T, false>(a, p, partials, plan, smem);
+}
+
 // The dx pass over `chunks` whole chunks of 32 packs of V elements, in `units` units of kChunks;
 // warp w takes unit units - 1 - w; the elements after the last whole chunk go to warp 0.
 template <int V, class T, bool kAdd, int kChunks>
-__global__ void __launch_bounds__(kBlock)
-    bwd_v17_pass_kernel(BwdArgs<T> a, ChannelParams p, ChannelMap map, std::int64_t chunks, std::int64_t units) {
+__device__ __forceinline__ void bwd_v17_pass(const BwdArgs<T>& a, const ChannelParams& p, const ChannelMap& map,
+                                             std::int64_t chunks, std::int64_t units) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   const std::int64_t first = (units - 1 - w) * kChunks;
@@ -79,6 +86,12 @@ __global__ void __launch_bounds__(kBlock)
     bwd_finish_pack<V, T, kAdd>(a, e0, qg[i], qx[i], bits[i], mean, A, B, K);
   }
   if (w == 0) bwd_apply_tail<T, kAdd>(a, p, map, chunks * 32 * V, lane);
+}
+
+template <int V, class T, bool kAdd, int kChunks>
+__global__ void __launch_bounds__(kBlock)
+    bwd_v17_pass_kernel(BwdArgs<T> a, ChannelParams p, ChannelMap map, std::int64_t chunks, std::int64_t units) {
+  bwd_v17_pass<V, T, kAdd, kChunks>(a, p, map, chunks, units);
 }
 
 // The two launches, as fwd v17's (v17_launch). Vs: the sums' elements per load; Va: the dx pass's.

@@ -103,14 +103,14 @@ __device__ void bwd_own_pass(const BwdArgs<T>& a, const ChannelParams& p, const 
   }
 }
 
-// Phase 1 of every own-packs backward (v4 to v6, and tools/phase_timeline.cu's probes): the
-// thread's partials of g = dy * m and g * (x - mean), dy, x and the mask read front to back; the
-// cache keeps g and x of each pack it holds.
-template <int V, class T, class Cache>
+// Phase 1 of every own-packs backward (v4 to v6, v17 and v19, and tools/phase_timeline.cu's
+// probes): the thread's partials of g = dy * m and g * (x - mean), dy, x and the mask read front to
+// back; the cache keeps g and x of each pack it holds. kWarpCols: as own_partials.
+template <int V, class T, class Cache, bool kWarpCols = false>
 __device__ __forceinline__ void bwd_own_stats(const BwdArgs<T>& a, const V3Plan& plan, GradSums* partials, GradSums* smem,
                                               const Cache& cache) {
   using Op = GradStreams<V, T>;
-  own_partials<Op>(
+  own_partials<Op, kUnrollFor<V>, kWarpCols>(
       a.s, plan, partials, smem,
       [&](const OwnItem& w) {
         Op op(a.dy, a.x, a.mask);

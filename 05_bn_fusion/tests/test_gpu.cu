@@ -547,19 +547,22 @@ TEST_SUITE("gpu") {
     check_chains_through_all("v17_split_pass", cases);
   }
 
-  TEST_CASE("v19_warp_columns: every forward, v17's shapes, both layouts, operands moved; every backward on its state; its first launch's bits, launch after launch" *
+  TEST_CASE("v19_warp_columns: every forward and backward, v17's shapes, both layouts, operands moved; chains through it; its first launch's bits, launch after launch" *
             tut::needs_gpu()) {
     // Columns merged in shuffles where bx divides 32 (C = 1, 2, 8, 64: 32 / bx rows a warp), the
     // tree where it does not (C = 3, 5, 7, 12, 33) or a block is one row (C = 2048).
     check_forward_rung("v19_warp_columns", [](const auto& p) { return v17_shapes(p); });
+    check_backward_rung("v19_warp_columns", [](const auto& p) { return v17_shapes(p); });
     auto cases = small_shapes(bn_relu_backward_f32());
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_from_all("v19_warp_columns", cases);
+    check_chains_through_all("v19_warp_columns", cases);
     std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}, {8, 2, 40, 40}};
     if (!tut::under_sanitizer()) dims.push_back({16, 32, 112, 112});
     check_bits(bn_relu_f32(), dims, "v19_warp_columns", nullptr);
     check_bits(bn_add_relu_f16(), dims, "v19_warp_columns", nullptr);
+    check_bits(bn_relu_backward_f32(), dims, "v19_warp_columns", nullptr);
+    check_bits(bn_add_relu_backward_f16(), dims, "v19_warp_columns", nullptr);
   }
 
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
@@ -639,12 +642,12 @@ TEST_SUITE("large") {
     const auto p = only_these(bn_relu_f32(), {"v17_split_pass", "v19_warp_columns"});
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
-  TEST_CASE("past 2^31 elements: bn_relu_backward_f32 v17, its dx pass's chunks and mask words past 2^31" *
+  TEST_CASE("past 2^31 elements: bn_relu_backward_f32 v17 and v19, their dx pass's chunks and mask words past 2^31" *
             tut::needs_gpu_memory(std::size_t{40} << 30)) {
     // The saved state from v17's forward: the chain's default forward (v0) indexes in 32 bits.
     const auto f = only(bn_relu_f32(), "v17_split_pass");
     const tut::ProblemEntry e = tut::erase(f);
-    const auto p = chained_to(only(bn_relu_backward_f32(), "v17_split_pass"), e);
+    const auto p = chained_to(only_these(bn_relu_backward_f32(), {"v17_split_pass", "v19_warp_columns"}), e);
     tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, "NHWC"));
   }
   TEST_CASE("past 2^31 elements: bn_relu_f32 v16, a block for each of 2^20 + 1 channels of 2 x 1024 values" *

@@ -1,0 +1,50 @@
+// bwd v19_warp_columns: the backward v17 with the end of each block's walk merged in shuffles, as
+// the forward v19 (kernels/fwd_v19_warp_columns.cuh) does for its statistics.
+//
+// Why. The sums kernel of bwd v17 ends each item of its walk in the same column tree as the
+// forward's statistics (columns_to_partials: one barrier a level, five levels in half at C = 64).
+// Nsight Compute at 64x64x112x112 NHWC in half on the H200 (results/NVIDIA_H200.ncu_v17_bwd.csv)
+// has that kernel's warps waiting at a barrier 11.3 % of their cycles, and DRAM 64.6 % busy.
+//
+// How. bwd v17's kernels, with its sums' walk handing each item's columns to
+// columns_to_partials_warps (kernels/layout.cuh) instead of the tree: the warp's rows merged in
+// shuffles, one barrier, then one thread per (column, value) pair down the 8 warps. A GradSums
+// merge is two additions where a Welford merge is a Chan merge with a division, so each level
+// the tree drops costs less than in the forward. The merge after the grid barrier and the dx pass
+// are v17's. The sums are added in another order than v17's: not v17's bits.
+//
+// Prediction (before any run): the sums kernel's barrier share falls by about half, as the
+// forward's did (897 to 576 samples of the tree and grid barrier), and the half sums at
+// 64x64x112x112 NHWC a few microseconds shorter than v17's; the dx pass, which holds most of
+// the half backward's time (105 us against 69 us for the sums), unchanged.
+#pragma once
+
+#include "kernels/bwd_v17_split_pass.cuh"
+
+namespace ch05 {
+
+template <int V, class T>
+__global__ void __launch_bounds__(kBlock, kOwnBlocksBwd)
+    bwd_v19_stats_kernel(BwdArgs<T> a, ChannelParams p, GradSums* partials, V3Plan plan) {
+  __shared__ GradSums smem[kBlock * V];
+  bwd_v17_stats<V, T, true>(a, p, partials, plan, smem);
+}
+
+template <class T, bool kAdd>
+void bwd_v19_warp_columns(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
+  check_shape(a.s, "bwd_v19_warp_columns");
+  constexpr int V = kPack<T>;
+  with_packs<V>(bwd_stats_packs_ok<T>(a), bwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
+    constexpr int Vs = decltype(vs)::value, Va = decltype(va)::value;
+    v17_launch<T, kOwnBlocksBwd, Vs, Va, kV17BwdChunks, GradSums>(
+        st, a, ws, &bwd_v19_stats_kernel<Vs, T>, &bwd_v17_pass_kernel<Va, T, kAdd, kV17BwdChunks>, "bwd_v19_warp_columns");
+  });
+}
+
+template <class T, bool kAdd>
+std::vector<const void*> bwd_v19_kernels() {
+  constexpr int V = kPack<T>;
+  return {TUT_KERNEL((bwd_v19_stats_kernel<V, T>)), TUT_KERNEL((bwd_v17_pass_kernel<V, T, kAdd, kV17BwdChunks>))};
+}
+
+}  // namespace ch05
