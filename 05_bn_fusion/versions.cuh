@@ -26,7 +26,6 @@
 #include "kernels/bwd_v15_one_cluster.cuh"
 #include "kernels/bwd_v17_split_pass.cuh"
 #include "kernels/bwd_v19_warp_columns.cuh"
-#include "kernels/bwd_trial_pass_knobs.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -329,16 +328,6 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
                                             "v17 with each block's columns of sums merged in shuffles and one barrier",
                                             "mask", &bwd_v19_warp_columns<T, kAdd>, &bwd_v4_scratch_bytes<T>,
                                             bwd_v19_kernels<T, kAdd>()));
-  // A trial of the dx pass's settings (kernels/bwd_trial_pass_knobs.cuh), not a rung.
-  p.versions.push_back(bwd_version<T, kAdd>("trial_mb4_c2", "v19, its dx pass's registers capped for 4 blocks per SM",
-                                            "mask", &bwd_trial_pass<T, kAdd, 2, 4>, &bwd_v4_scratch_bytes<T>,
-                                            bwd_trial_kernels<T, kAdd, 2, 4>()));
-  p.versions.push_back(bwd_version<T, kAdd>("trial_mb3_c3", "v19, its dx pass 3 chunks a warp, 3 blocks per SM",
-                                            "mask", &bwd_trial_pass<T, kAdd, 3, 3>, &bwd_v4_scratch_bytes<T>,
-                                            bwd_trial_kernels<T, kAdd, 3, 3>()));
-  p.versions.push_back(bwd_version<T, kAdd>("trial_mb3_c4", "v19, its dx pass 4 chunks a warp, 3 blocks per SM",
-                                            "mask", &bwd_trial_pass<T, kAdd, 4, 3>, &bwd_v4_scratch_bytes<T>,
-                                            bwd_trial_kernels<T, kAdd, 4, 3>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }
