@@ -26,6 +26,7 @@
 #include "kernels/bwd_v15_one_cluster.cuh"
 #include "kernels/bwd_v17_split_pass.cuh"
 #include "kernels/bwd_v19_warp_columns.cuh"
+#include "kernels/bwd_v20_async_pass.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -328,6 +329,10 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
                                             "v17 with each block's columns of sums merged in shuffles and one barrier",
                                             "mask", &bwd_v19_warp_columns<T, kAdd>, &bwd_v4_scratch_bytes<T>,
                                             bwd_v19_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v20_async_pass",
+                                            "v19's sums; a resident dx pass, 4 chunks a warp in flight by cp.async",
+                                            "mask", &bwd_v20_async_pass<T, kAdd>, &bwd_v4_scratch_bytes<T>,
+                                            bwd_v20_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

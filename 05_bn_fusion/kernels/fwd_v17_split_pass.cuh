@@ -135,10 +135,12 @@ __global__ void __launch_bounds__(kBlock)
 // The two launches of v17's forward and backward: `stats` (partials of type S) cooperatively in a
 // grid of kBlocks blocks per SM, with Vs elements per load; then `pass` over the whole chunks of 32
 // packs of Va elements, kChunks a warp, as a dependent launch (an ordinary second launch before
-// sm_90). `who` names them in an error.
+// sm_90). `who` names them in an error. max_pass_blocks > 0: the pass's grid at most that many
+// blocks, its warps taking several units each (bwd v20).
 template <class T, int kBlocks, int Vs, int Va, int kChunks, class S, class Args>
 void v17_launch(cudaStream_t st, Args a, void* ws, void (*stats)(Args, ChannelParams, S*, V3Plan),
-                void (*pass)(Args, ChannelParams, ChannelMap, std::int64_t, std::int64_t), const char* who) {
+                void (*pass)(Args, ChannelParams, ChannelMap, std::int64_t, std::int64_t), const char* who,
+                std::int64_t max_pass_blocks = 0) {
   const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(S)), 0);
   const void* kernel = reinterpret_cast<const void*>(stats);
   const int grid = own_grid<NoCache<kBlocks>>(kernel, 0, who);
@@ -149,7 +151,9 @@ void v17_launch(cudaStream_t st, Args a, void* ws, void (*stats)(Args, ChannelPa
   ::tut::check_cuda(cudaLaunchCooperativeKernel(kernel, grid, kBlock, args, 0, st), who, __FILE__, __LINE__);
   const std::int64_t chunks = a.s.numel() / (32 * Va);
   const std::int64_t units = std::max<std::int64_t>(1, (chunks + kChunks - 1) / kChunks);
-  launch_dependent(st, grid_of((units + kWarps - 1) / kWarps, who), pass, who, a, p, ChannelMap(a.s), chunks, units);
+  std::int64_t pass_blocks = (units + kWarps - 1) / kWarps;
+  if (max_pass_blocks > 0) pass_blocks = std::min(pass_blocks, max_pass_blocks);
+  launch_dependent(st, grid_of(pass_blocks, who), pass, who, a, p, ChannelMap(a.s), chunks, units);
 }
 
 template <int Vs, int Va, class T, bool kAdd, int kChunks, bool kBytes, int kBlocks, int kU>
