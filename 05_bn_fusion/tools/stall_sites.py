@@ -15,8 +15,11 @@ import csv
 import io
 import sys
 
+# Every stall reason of the source page, the commonest first.
 REASONS = ["stall_long_sb", "stall_barrier", "stall_wait", "stall_selected", "stall_not_selected",
-           "stall_short_sb", "stall_math", "stall_branch_resolving", "stall_dispatch", "stall_no_inst"]
+           "stall_short_sb", "stall_math", "stall_branch_resolving", "stall_dispatch", "stall_no_inst",
+           "stall_mio", "stall_lg", "stall_drain", "stall_imc", "stall_membar", "stall_misc", "stall_sleep",
+           "stall_tex"]
 ALL = "Warp Stall Sampling (All Samples)"
 
 
