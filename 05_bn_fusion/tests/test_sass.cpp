@@ -413,3 +413,21 @@ TEST_CASE("v16: every value's load (x, r, K*) issued before the block's first ba
         CHECK(tut::count_opcode(k, "STL") == 0);
       }
 }
+
+TEST_CASE("bwd v20: the pass fills its 4 stages (dy and x by 16-byte cp.async, the mask word by a 4-byte one) before it "
+          "waits (ACQBULK), and waits for the oldest stage (DEPBAR) in its loop" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v20_pass_kernel<4, float, false, 4>", "bwd_v20_pass_kernel<8, __half, false, 4>",
+                           "bwd_v20_pass_kernel<8, __half, true, 4>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    const auto wait = std::find_if(k.code.begin(), k.code.end(),
+                                   [](const tut::SassInstruction& i) { return i.opcode == "ACQBULK"; });
+    REQUIRE(wait != k.code.end());
+    const std::vector<tut::SassInstruction> before(k.code.begin(), wait), after(wait, k.code.end());
+    CHECK(count_in(before, "LDGSTS", 128) == 8);
+    CHECK(count_in(before, "LDGSTS", 32) == 4);
+    CHECK(count_in(after, "LDGSTS", 128) == 2);  // the refill, once a chunk
+    CHECK(count_in(after, "DEPBAR") >= 1);
+  }
+}
