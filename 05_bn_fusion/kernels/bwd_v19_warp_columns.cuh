@@ -30,14 +30,19 @@ __global__ void __launch_bounds__(kBlock, kOwnBlocksBwd)
   bwd_v17_stats<V, T, true>(a, p, partials, plan, smem);
 }
 
+// The two launches: these sums, then v17's dx pass. `who` names them in an error.
+template <int Vs, int Va, class T, bool kAdd>
+void bwd_v19_launch(cudaStream_t st, const BwdArgs<T>& a, void* ws, const char* who) {
+  v17_launch<T, kOwnBlocksBwd, Vs, Va, kV17BwdChunks, GradSums>(st, a, ws, &bwd_v19_stats_kernel<Vs, T>,
+                                                                &bwd_v17_pass_kernel<Va, T, kAdd, kV17BwdChunks>, who);
+}
+
 template <class T, bool kAdd>
 void bwd_v19_warp_columns(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   check_shape(a.s, "bwd_v19_warp_columns");
   constexpr int V = kPack<T>;
   with_packs<V>(bwd_stats_packs_ok<T>(a), bwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
-    constexpr int Vs = decltype(vs)::value, Va = decltype(va)::value;
-    v17_launch<T, kOwnBlocksBwd, Vs, Va, kV17BwdChunks, GradSums>(
-        st, a, ws, &bwd_v19_stats_kernel<Vs, T>, &bwd_v17_pass_kernel<Va, T, kAdd, kV17BwdChunks>, "bwd_v19_warp_columns");
+    bwd_v19_launch<decltype(vs)::value, decltype(va)::value, T, kAdd>(st, a, ws, "bwd_v19_warp_columns");
   });
 }
 

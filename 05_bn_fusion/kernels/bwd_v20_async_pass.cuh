@@ -94,8 +94,7 @@ void bwd_v20_async_pass(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   with_packs<V>(bwd_stats_packs_ok<T>(a), bwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
     constexpr int Vs = decltype(vs)::value, Va = decltype(va)::value;
     if constexpr (Va == 1) {
-      v17_launch<T, kOwnBlocksBwd, Vs, Va, kV17BwdChunks, GradSums>(
-          st, a, ws, &bwd_v19_stats_kernel<Vs, T>, &bwd_v17_pass_kernel<Va, T, kAdd, kV17BwdChunks>, "bwd_v20_async_pass");
+      bwd_v19_launch<Vs, Va, T, kAdd>(st, a, ws, "bwd_v20_async_pass");
     } else {
       v17_launch<T, kOwnBlocksBwd, Vs, Va, 1, GradSums>(st, a, ws, &bwd_v19_stats_kernel<Vs, T>,
                                                         &bwd_v20_pass_kernel<Va, T, kAdd, kV20Stages>, "bwd_v20_async_pass",
