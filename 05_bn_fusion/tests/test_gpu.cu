@@ -547,16 +547,22 @@ TEST_SUITE("gpu") {
     check_chains_through_all("v17_split_pass", cases);
   }
 
-  TEST_CASE("v19_warp_columns: every forward and backward, v17's shapes, both layouts, operands moved; chains through it; its first launch's bits, launch after launch" *
+  // The chains apart from the rung's own test, so that a sanitizer can run v19's kernels alone
+  // (-tc='v19_warp_columns*'): the chains launch every other version's kernels too.
+  TEST_CASE("chains through v19_warp_columns: its backward on every forward's state and every backward on its forward's" *
+            tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
+    check_chains_through_all("v19_warp_columns", cases);
+  }
+
+  TEST_CASE("v19_warp_columns: every forward and backward, v17's shapes, both layouts, operands moved; its first launch's bits, launch after launch" *
             tut::needs_gpu()) {
     // Columns merged in shuffles where bx divides 32 (C = 1, 2, 8, 64: 32 / bx rows a warp), the
     // tree where it does not (C = 3, 5, 7, 12, 33) or a block is one row (C = 2048).
     check_forward_rung("v19_warp_columns", [](const auto& p) { return v17_shapes(p); });
     check_backward_rung("v19_warp_columns", [](const auto& p) { return v17_shapes(p); });
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
-    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_through_all("v19_warp_columns", cases);
     std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}, {8, 2, 40, 40}};
     if (!tut::under_sanitizer()) dims.push_back({16, 32, 112, 112});
     check_bits(bn_relu_f32(), dims, "v19_warp_columns", nullptr);
