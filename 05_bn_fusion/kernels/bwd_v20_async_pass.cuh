@@ -25,6 +25,15 @@
 // against about 48 KB: the half pass at 64x64x112x112 NHWC near the float pass's 89 % of DRAM,
 // about 72 us against 88 us; its long-scoreboard samples at the first use of a chunk mostly
 // gone; the half backward at or under cuDNN's fused time. The float pass unchanged (at 89 %).
+//
+// Measured on the H200 (results/NVIDIA_H200.ncu_bwd_v20.csv, stall_sites_bwd_v20.csv,
+// bwd_v20_cases.*, bwd_v20_race.*; README "A resident pass"): the half pass 75.0 us against v19's
+// 88.9, DRAM 82.3 % busy against 70.3 %, L1 30.2 % against 75.2 %: in part. The half backward at
+// 64x64x112x112 NHWC 0.916 of v17's time and 1.028 of cuDNN's fused one (0.888 at 128x256x28x28,
+// 0.751 at 16x32x112x112, 1.074 at 128x64x56x56). In float the prediction is wrong: the pass takes
+// 149.0 us against 140.1, its warps held by the memory-instruction queue 38.5 % of their cycles,
+// and the backward 1.040 to 1.069 of v17's time at the large shapes; in NCHW 1.062 (half) and 1.073
+// (float). v20 is the backward for half NHWC.
 #pragma once
 
 #include "kernels/bwd_v19_warp_columns.cuh"
