@@ -243,6 +243,15 @@ inline void check_chains_through_all(const char* name, const std::vector<tut::Ca
   check_chains_through<__half, true>(name, cases);
 }
 
+// The cases of the chains through v17 and v19: the small shapes, C = 12 with an odd H * W (NHWC), and
+// C = 5 with an odd H * W (NCHW).
+inline std::vector<tut::Case> split_pass_chain_cases() {
+  auto cases = small_shapes(bn_relu_backward_f32());
+  cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
+  cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
+  return cases;
+}
+
 // x's values `v` (n of them), written to the device in x's type; returns them as x holds them
 // (rounded to half where x is half).
 template <class Inst>
@@ -541,20 +550,14 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("v17_split_pass: chains, its backward on every forward's state and every backward on its forward's" *
             tut::needs_gpu()) {
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
-    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_through_all("v17_split_pass", cases);
+    check_chains_through_all("v17_split_pass", split_pass_chain_cases());
   }
 
   // The chains apart from the rung's own test, so that a sanitizer can run v19's kernels alone
   // (-tc='v19_warp_columns*'): the chains launch every other version's kernels too.
   TEST_CASE("chains through v19_warp_columns: its backward on every forward's state and every backward on its forward's" *
             tut::needs_gpu()) {
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 12, 33, 31}, "NHWC"));
-    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 5, 11, 13}, "NCHW"));
-    check_chains_through_all("v19_warp_columns", cases);
+    check_chains_through_all("v19_warp_columns", split_pass_chain_cases());
   }
 
   TEST_CASE("v19_warp_columns: every forward and backward, v17's shapes, both layouts, operands moved; its first launch's bits, launch after launch" *
