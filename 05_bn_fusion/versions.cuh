@@ -46,6 +46,7 @@
 #include "kernels/fwd_v16_channel_blocks.cuh"
 #include "kernels/fwd_v17_split_pass.cuh"
 #include "kernels/fwd_v19_warp_columns.cuh"
+#include "kernels/fwd_v20_async_pass.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -249,6 +250,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v17 with each block's columns merged in shuffles and one barrier, not a tree of barriers",
                                             &fwd_v19_warp_columns<T, kAdd>, &fwd_v4_scratch_bytes<T>,
                                             fwd_v19_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v20_async_pass",
+                                            "v19's statistics; a resident pass, 128 bytes a thread in flight by cp.async",
+                                            &fwd_v20_async_pass<T, kAdd>, &fwd_v4_scratch_bytes<T>,
+                                            fwd_v20_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -68,6 +68,40 @@ __global__ void __launch_bounds__(kBlock, kBlocks)
   v17_stats<V, T, kBlocks, kU, false>(a, p, partials, plan, smem);
 }
 
+// The pack of chunk k at element e0 (lane `lane`), its x as xv (and r as rv): v2's normalize
+// arithmetic with the channels' mean, scale and shift; y stored evict-first and the pack's bits of
+// the mask (see fwd_v17_pass_kernel).
+template <int V, class T, bool kAdd, bool kBytes>
+__device__ __forceinline__ void fwd_finish_pack(const FwdArgs<T>& a, std::int64_t k, std::int64_t e0, int lane,
+                                                const float (&xv)[V], const float (&rv)[V], const float (&mean)[V],
+                                                const float (&scale)[V], const float (&shift)[V]) {
+  float yv[V];
+  Word ballots[V];
+  unsigned bits = 0;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    float s = fmaf(xv[j] - mean[j], scale[j], shift[j]);
+    if constexpr (kAdd) s += rv[j];
+    s = round_to<T>(s);
+    yv[j] = relu(s);
+    if constexpr (kBytes) bits |= static_cast<unsigned>(kept(s)) << j;
+    else ballots[j] = __ballot_sync(kFullWarp, kept(s));
+  }
+  if constexpr (V == 1) a.y[e0] = from_float<T>(yv[0]);
+  else store_pack<V, T, true>(a.y + e0, yv);
+  if constexpr (kBytes) {
+    auto* mask_bytes = reinterpret_cast<unsigned char*>(a.mask);
+    if constexpr (V == 8) {
+      mask_bytes[e0 / 8] = static_cast<unsigned char>(bits);
+    } else {
+      const unsigned byte = bits | __shfl_xor_sync(kFullWarp, bits, 1) << 4;
+      if (lane % 2 == 0) mask_bytes[e0 / 8] = static_cast<unsigned char>(byte);
+    }
+  } else if (lane < V) {
+    a.mask[k * V + lane] = tut::bitmask::word_from_ballots<V>(ballots, lane);
+  }
+}
+
 // The pass: `chunks` whole chunks of 32 packs of V elements, in `units` units of kChunks; warp w
 // of the grid takes unit units - 1 - w. The elements after the last whole chunk (fewer than 32 V)
 // go to warp 0, whose unit is the last. kBytes (V = 4 or 8): the mask written as v7 writes it, a
@@ -97,37 +131,14 @@ __global__ void __launch_bounds__(kBlock)
   for (int i = 0; i < kChunks; ++i) {
     const std::int64_t k = first + i, e0 = k * (32 * V) + lane * V;
     if (k < 0 || k >= chunks) continue;  // the same for the whole warp
-    float xv[V], rv[V], mean[V], scale[V], shift[V], yv[V];
+    float xv[V], rv[V], mean[V], scale[V], shift[V];
     unpack<V, T>(q[i], xv);
     if constexpr (kAdd) unpack<V, T>(rq[i], rv);
     int c;
     std::int64_t pos;
     map.locate(e0, c, pos);
     params_of_pack<V>(p, map, c, pos, mean, scale, shift);
-    Word ballots[V];
-    unsigned bits = 0;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      float s = fmaf(xv[j] - mean[j], scale[j], shift[j]);
-      if constexpr (kAdd) s += rv[j];
-      s = round_to<T>(s);
-      yv[j] = relu(s);
-      if constexpr (kBytes) bits |= static_cast<unsigned>(kept(s)) << j;
-      else ballots[j] = __ballot_sync(kFullWarp, kept(s));
-    }
-    if constexpr (V == 1) a.y[e0] = from_float<T>(yv[0]);
-    else store_pack<V, T, true>(a.y + e0, yv);
-    if constexpr (kBytes) {
-      auto* mask_bytes = reinterpret_cast<unsigned char*>(a.mask);
-      if constexpr (V == 8) {
-        mask_bytes[e0 / 8] = static_cast<unsigned char>(bits);
-      } else {
-        const unsigned byte = bits | __shfl_xor_sync(kFullWarp, bits, 1) << 4;
-        if (lane % 2 == 0) mask_bytes[e0 / 8] = static_cast<unsigned char>(byte);
-      }
-    } else if (lane < V) {
-      a.mask[k * V + lane] = tut::bitmask::word_from_ballots<V>(ballots, lane);
-    }
+    fwd_finish_pack<V, T, kAdd, kBytes>(a, k, e0, lane, xv, rv, mean, scale, shift);
   }
   if (w == 0) fwd_apply_tail<T, kAdd>(a, p, map, chunks * 32 * V, lane);
 }

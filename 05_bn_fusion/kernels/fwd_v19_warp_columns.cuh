@@ -35,15 +35,21 @@ __global__ void __launch_bounds__(kBlock, kBlocks)
   v17_stats<V, T, kBlocks, kU, true>(a, p, partials, plan, smem);
 }
 
+// v17's two launches with v19's statistics kernel. Vs: the statistics' elements per load; Va: the
+// pass's. `who` names them in an error.
+template <int Vs, int Va, class T, bool kAdd>
+void fwd_v19_launch(cudaStream_t st, const FwdArgs<T>& a, void* ws, const char* who) {
+  constexpr int kUs = Vs == 1 ? kUnrollFor<1> : kV17Unroll;
+  v17_launch<T, kV17Blocks, Vs, Va, kV17Chunks, Welford>(st, a, ws, &fwd_v19_stats_kernel<Vs, T, kV17Blocks, kUs>,
+                                                        &fwd_v17_pass_kernel<Va, T, kAdd, kV17Chunks, Va != 1>, who);
+}
+
 template <class T, bool kAdd>
 void fwd_v19_warp_columns(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v19_warp_columns");
   constexpr int V = kPack<T>;
   with_packs<V>(stats_packs_ok<T>(a.s, a.x), fwd_apply_packs_ok<T, kAdd>(a), [&](auto vs, auto va) {
-    constexpr int Vs = decltype(vs)::value, Va = decltype(va)::value, kUs = Vs == 1 ? kUnrollFor<1> : kV17Unroll;
-    v17_launch<T, kV17Blocks, Vs, Va, kV17Chunks, Welford>(st, a, ws, &fwd_v19_stats_kernel<Vs, T, kV17Blocks, kUs>,
-                                                          &fwd_v17_pass_kernel<Va, T, kAdd, kV17Chunks, Va != 1>,
-                                                          "fwd_v19_warp_columns");
+    fwd_v19_launch<decltype(vs)::value, decltype(va)::value, T, kAdd>(st, a, ws, "fwd_v19_warp_columns");
   });
 }
 

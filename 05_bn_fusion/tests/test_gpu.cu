@@ -574,17 +574,21 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v19_warp_columns", nullptr);
   }
 
-  TEST_CASE("v20_async_pass: every backward, v17's shapes and two where a warp takes several chunks, both layouts, operands moved; its bits, launch after launch" *
+  TEST_CASE("v20_async_pass: every forward and backward, v17's shapes and two where a warp takes several chunks, both layouts, operands moved; its bits, launch after launch" *
             tut::needs_gpu()) {
     // 8x64x56x56 and 6x3x300x300: more chunks than the pass has warps (4 blocks of 8 warps on each
     // of 132 SMs take 4224 chunks a round), with a lane's channels fixed (C = 64) and not (C = 3).
-    check_backward_rung("v20_async_pass", [](const auto& p) {
+    const auto shapes = [](const auto& p) {
       auto cases = v17_shapes(p);
       for (const char* layout : {"NCHW", "NHWC"})
         for (const Dims& d : {Dims{8, 64, 56, 56}, Dims{6, 3, 300, 300}}) cases.push_back(bn_case(p, d, layout));
       return cases;
-    });
+    };
+    check_forward_rung("v20_async_pass", shapes);
+    check_backward_rung("v20_async_pass", shapes);
     std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}, {8, 64, 56, 56}};
+    check_bits(bn_relu_f16(), dims, "v20_async_pass", nullptr);
+    check_bits(bn_add_relu_f32(), dims, "v20_async_pass", nullptr);
     check_bits(bn_relu_backward_f32(), dims, "v20_async_pass", nullptr);
     check_bits(bn_add_relu_backward_f16(), dims, "v20_async_pass", nullptr);
   }
@@ -661,9 +665,9 @@ TEST_SUITE("large") {
     const auto p = only_these(bn_relu_f32(), {"v2_layout_aware", "v3_single_read", "v5_onchip_cache", "v6_balanced"});
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
-  TEST_CASE("past 2^31 elements: bn_relu_f32 v17 and v19, their pass's chunks and mask bytes past 2^31" *
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v17, v19 and v20, their pass's chunks and mask bytes past 2^31" *
             tut::needs_gpu_memory(std::size_t{40} << 30)) {
-    const auto p = only_these(bn_relu_f32(), {"v17_split_pass", "v19_warp_columns"});
+    const auto p = only_these(bn_relu_f32(), {"v17_split_pass", "v19_warp_columns", "v20_async_pass"});
     for (const char* layout : {"NCHW", "NHWC"}) tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, layout));
   }
   TEST_CASE("past 2^31 elements: bn_relu_backward_f32 v17, v19 and v20, their dx pass's chunks and mask words past 2^31" *

@@ -414,20 +414,29 @@ TEST_CASE("v16: every value's load (x, r, K*) issued before the block's first ba
       }
 }
 
-TEST_CASE("bwd v20: the pass fills its 4 stages (dy and x by 16-byte cp.async, the mask word by a 4-byte one) before it "
-          "waits (ACQBULK), and waits for the oldest stage (DEPBAR) in its loop" *
+TEST_CASE("v20: the pass fills its stages by 16-byte cp.async before it waits (ACQBULK), the backward's 4 of dy and x "
+          "with the mask word by a 4-byte one, the forward's 8 of x or 4 of x and r; in its loop it waits for the oldest "
+          "stage (DEPBAR) and refills it" *
           doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"bwd_v20_pass_kernel<4, float, false, 4>", "bwd_v20_pass_kernel<8, __half, false, 4>",
-                           "bwd_v20_pass_kernel<8, __half, true, 4>"}) {
-    const auto& k = kernel(name);
+  struct Pass {
+    const char* name;
+    int packs_before, words_before, packs_after;  // LDGSTS of 16 and of 4 bytes
+  };
+  for (const Pass& c : {Pass{"bwd_v20_pass_kernel<4, float, false, 4>", 8, 4, 2},
+                        Pass{"bwd_v20_pass_kernel<8, __half, false, 4>", 8, 4, 2},
+                        Pass{"bwd_v20_pass_kernel<8, __half, true, 4>", 8, 4, 2},
+                        Pass{"fwd_v20_pass_kernel<4, float, false, 8>", 8, 0, 1},
+                        Pass{"fwd_v20_pass_kernel<8, __half, false, 8>", 8, 0, 1},
+                        Pass{"fwd_v20_pass_kernel<8, __half, true, 4>", 8, 0, 2}}) {
+    const auto& k = kernel(c.name);
     INFO(k.name);
     const auto wait = std::find_if(k.code.begin(), k.code.end(),
                                    [](const tut::SassInstruction& i) { return i.opcode == "ACQBULK"; });
     REQUIRE(wait != k.code.end());
     const std::vector<tut::SassInstruction> before(k.code.begin(), wait), after(wait, k.code.end());
-    CHECK(count_in(before, "LDGSTS", 128) == 8);
-    CHECK(count_in(before, "LDGSTS", 32) == 4);
-    CHECK(count_in(after, "LDGSTS", 128) == 2);  // the refill, once a chunk
+    CHECK(count_in(before, "LDGSTS", 128) == c.packs_before);
+    CHECK(count_in(before, "LDGSTS", 32) == c.words_before);
+    CHECK(count_in(after, "LDGSTS", 128) == c.packs_after);  // the refill, once a chunk
     CHECK(count_in(after, "DEPBAR") >= 1);
   }
 }
