@@ -19,6 +19,15 @@
 // Prediction (before any run): the half pass at 64x64x112x112 NHWC near the backward's 82 % of
 // DRAM, about 47 us against 60.4, and the half forward under cuDNN's fused one there (v19: 1.086
 // of its time); the float pass, at 78.5 % already, about the same.
+//
+// Measured on the H200 (results/NVIDIA_H200.ncu_fwd_v20.csv, stall_sites_fwd_v20.csv,
+// fwd_v20_cases.*, fwd_v20_race.*; README "The forward's pass, resident too"): the half pass 54.5 us
+// against v19's 60.6, DRAM 71.8 % busy against 64.0 %, in part; its warps now wait after the DEPBAR,
+// at the stage's shared-memory read and for the memory-instruction queue. The half forward at
+// 64x64x112x112 NHWC 0.899 of v17's time and 1.001 of cuDNN's fused one (0.708 at 128x256x28x28,
+// 1.066 at 128x64x56x56), the half Add forward 0.872 of cuDNN's there. In float the prediction is
+// wrong: the pass takes 109.4 us against 103.1, and the forward 1.011 to 1.075 of v17's time at the
+// large NHWC shapes; in NCHW 1.072 (half) and 1.100 (float). v20 is the forward for half NHWC.
 #pragma once
 
 #include "kernels/bwd_v20_async_pass.cuh"  // kV20Blocks, <cuda_pipeline.h>
