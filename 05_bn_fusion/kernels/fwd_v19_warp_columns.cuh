@@ -39,8 +39,7 @@ __global__ void __launch_bounds__(kBlock, kBlocks)
 // pass's. `who` names them in an error.
 template <int Vs, int Va, class T, bool kAdd>
 void fwd_v19_launch(cudaStream_t st, const FwdArgs<T>& a, void* ws, const char* who) {
-  constexpr int kUs = Vs == 1 ? kUnrollFor<1> : kV17Unroll;
-  v17_launch<T, kV17Blocks, Vs, Va, kV17Chunks, Welford>(st, a, ws, &fwd_v19_stats_kernel<Vs, T, kV17Blocks, kUs>,
+  v17_launch<T, kV17Blocks, Vs, Va, kV17Chunks, Welford>(st, a, ws, &fwd_v19_stats_kernel<Vs, T>,
                                                         &fwd_v17_pass_kernel<Va, T, kAdd, kV17Chunks, Va != 1>, who);
 }
 

@@ -100,8 +100,7 @@ void fwd_v20_async_pass(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
     if constexpr (Va == 1) {
       fwd_v19_launch<Vs, Va, T, kAdd>(st, a, ws, "fwd_v20_async_pass");
     } else {
-      constexpr int kUs = Vs == 1 ? kUnrollFor<1> : kV17Unroll;
-      v17_launch<T, kV17Blocks, Vs, Va, 1, Welford>(st, a, ws, &fwd_v19_stats_kernel<Vs, T, kV17Blocks, kUs>,
+      v17_launch<T, kV17Blocks, Vs, Va, 1, Welford>(st, a, ws, &fwd_v19_stats_kernel<Vs, T>,
                                                    &fwd_v20_pass_kernel<Va, T, kAdd, kV20FwdStages<kAdd>>,
                                                    "fwd_v20_async_pass",
                                                    std::int64_t{device_limits().sm_count} * kV20Blocks);
