@@ -2,7 +2,8 @@
 """Our best version against cuDNN, case by case, from a benchmark's JSON (results/<gpu>.json, or a
 file of one problem's suite): for each problem and case, the fastest of our versions that passed,
 cuDNN's fastest accepted path, and our time over cuDNN's (below 1: ours is faster); then the count,
-and the count in each layout. Every number comes from the one process that wrote the file.
+and the count in each layout. Every ratio comes from one process (a file merged by
+common/tools/results.py --merge keeps each problem's runs from one process).
 
   tools/cudnn_suite.py results/NVIDIA_H100_80GB_HBM3.json [more.json ...]
 

@@ -17,6 +17,12 @@ beside this file:
   rows(path)             every (gpu, problem, case, version) of a folder, its bench run joined with its
                          peer row, its race and its profiled kernels (Row)
   chapter_results()      {chapter: folder(...)} over chapters.list, for tools that read every chapter
+  ceiling_of(doc, problem)  the copy ceiling that a bench run of `problem` divides by: the ceiling of
+                         the process that timed it
+  merge(docs)            one bench document from several processes of one build, each on other
+                         problems (a suite split by --type or --problem, run one after the other or
+                         on several GPUs of one model at once); each keeps its own copy ceiling
+                         under "processes"
 
 Validation against the schema uses fastjsonschema when it is importable (./tutorial installs it);
 without it, load() checks the schema version and the fields the tools read.
@@ -24,6 +30,8 @@ without it, load() checks the schema version and the fields the tools read.
   results.py --validate [FOLDER ...]   every results file of every chapter (or of each FOLDER)
                                        against the schema; exit 1 on the first file that fails,
                                        77 without fastjsonschema
+  results.py --merge OUT IN IN ...     merge(IN ...) written to OUT; exit 2 with the reason when
+                                       the files are not one build's disjoint parts
 """
 import argparse
 import glob
@@ -150,6 +158,54 @@ class Row:
         return sum(k["dram_read_bytes"] + (k.get("dram_write_bytes") or 0) for k in self.kernels)
 
 
+def ceiling_of(doc, problem, which="copy_ceiling"):
+    """The copy (or compute) ceiling that `problem`'s runs in bench document `doc` were measured
+    against: that of the process that timed them (see merge), else the document's own."""
+    for p in doc.get("processes", []):
+        if problem in p["problems"]:
+            return p.get(which)
+    return doc.get(which)
+
+
+# What every part of a merged document must share: one build, one GPU model, one way of timing.
+MERGE_SAME = ("schema_version", "chapter", "gpu", "commit", "exercises", "device", "cuda_runtime", "seed",
+              "warmup", "reps", "l2", "l2_flush")
+
+
+def merge(docs):
+    """One bench document from `docs`, each from its own process of one build, each on problems the
+    others did not run. The runs are concatenated in the order given; the top-level copy and compute
+    ceilings are the first document's, and "processes" keeps each process's problems, date and
+    ceilings, so that every run still divides by the ceiling measured beside it (ceiling_of).
+    Raises ResultsError naming the file and the field that disagree, or the problem run twice."""
+    if len(docs) < 2:
+        raise ResultsError("merge needs at least two bench documents")
+    first = docs[0]
+    seen = {}
+    processes = []
+    for d in docs:
+        if d.get("_kind", "bench") != "bench":
+            raise ResultsError(f"{d.get('_file', '?')}: a {d['_kind']} file, not the benchmark's")
+        for k in MERGE_SAME:
+            if d.get(k) != first.get(k):
+                raise ResultsError(f"{d.get('_file', '?')}: {k} is {d.get(k)!r}, "
+                                   f"{first.get('_file', '?')} has {first.get(k)!r}: not one build's parts")
+        parts = d.get("processes") or [{"problems": sorted({r["problem"] for r in d["runs"]}), "date": d["date"],
+                                        "copy_ceiling": d["copy_ceiling"],
+                                        "compute_ceiling": d.get("compute_ceiling")}]
+        for p in parts:
+            for problem in p["problems"]:
+                if problem in seen:
+                    raise ResultsError(f"{d.get('_file', '?')}: {problem} was run in {seen[problem]} too")
+                seen[problem] = d.get("_file", "?")
+            processes.append({k: v for k, v in p.items() if v is not None})
+    out = {k: v for k, v in first.items() if not k.startswith("_")}
+    out["date"] = max(d["date"] for d in docs)
+    out["runs"] = [r for d in docs for r in d["runs"]]
+    out["processes"] = processes
+    return out
+
+
 def rows(path, chapter=None):
     """Every run of a results folder, joined on (gpu, problem, case, version)."""
     chapter = chapter or os.path.basename(os.path.dirname(os.path.abspath(path)))
@@ -162,8 +218,8 @@ def rows(path, chapter=None):
             b = docs["bench"]
             for r in b["runs"]:
                 key = (r["problem"], r["case"], r["version"])
-                out.append(Row(chapter, b["gpu"], *key, r["kind"], r, b["copy_ceiling"]["GBps"], b.get("compute_ceiling"),
-                               None, profiled.get(key, [])))
+                out.append(Row(chapter, b["gpu"], *key, r["kind"], r, ceiling_of(b, r["problem"])["GBps"],
+                               ceiling_of(b, r["problem"], "compute_ceiling"), None, profiled.get(key, [])))
         if "torch" in docs:
             t = docs["torch"]
             for r in t["runs"]:
@@ -208,8 +264,26 @@ def validate(paths):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--validate", action="store_true", help="check results files against the schema")
-    ap.add_argument("folders", nargs="*", help="results folders (default: every chapter's results/)")
+    ap.add_argument("--merge", metavar="OUT", help="merge the bench files given into OUT")
+    ap.add_argument("folders", nargs="*", help="results folders (default: every chapter's results/); "
+                                                "with --merge, the bench files to merge")
     args = ap.parse_args()
+    if args.merge:
+        try:
+            doc = merge([load(p, "bench") for p in args.folders])
+        except ResultsError as e:
+            print(f"error: {e}")
+            return 2
+        with open(args.merge, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, sort_keys=True)
+            f.write("\n")
+        try:
+            load(args.merge, "bench")
+        except ResultsError as e:
+            print(f"error: the merged file does not load: {e}")
+            return 1
+        print(f"{args.merge}: {len(doc['runs'])} runs from {len(doc['processes'])} processes")
+        return 0
     if not args.validate:
         ap.error("nothing to do (see --help)")
     paths = args.folders or [os.path.join(c.path, "results") for c in chapters.existing()

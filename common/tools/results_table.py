@@ -74,6 +74,11 @@ def ordered(items, key):
 
 def ceiling_line(doc):
     c = doc["copy_ceiling"]
+    if doc.get("processes"):  # a merged file (results.py --merge): each process measured its own
+        return "merged from " + str(len(doc["processes"])) + " processes of this build, each with the copy ceiling " \
+            "measured in it: " + "; ".join(
+                f"{', '.join(f'`{q}`' for q in p['problems'])} ({p['date']}): **{p['copy_ceiling']['GBps']:.1f} GB/s** "
+                f"({p['copy_ceiling']['winner']})" for p in doc["processes"])
     own = f"; best own copy {c['best_own_GBps']:.1f} GB/s = {c['best_own_GBps'] / c['GBps']:.3f} of it" \
         if c.get("best_own") else ""
     return (f"copy ceiling measured in the same run **{c['GBps']:.1f} GB/s** ({c['winner']}{own}); "
@@ -98,7 +103,7 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
     for problem, case in ordered(doc["runs"], lambda r: (r["problem"], r["case"])):
         runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
         h = runs[0]
-        floor_ms = h["bytes"] / (doc["copy_ceiling"]["GBps"] * 1e9) * 1e3
+        floor_ms = h["bytes"] / (results.ceiling_of(doc, problem)["GBps"] * 1e9) * 1e3
         params = "".join(f", {k}={param_text(v)}" for k, v in h.get("params", {}).items()
                          if f"{k}={param_text(v)}" not in case)
         parts.append(f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "

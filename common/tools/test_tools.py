@@ -18,6 +18,38 @@ def run(tool, *args):
     return p.returncode, p.stdout + p.stderr
 
 
+def merge_checks(tmp, expect, errors):
+    """results.py --merge: one build's parts merge, each run keeps its own process's ceiling; parts
+    of two builds, or a problem run twice, are refused with the file and the reason."""
+    with open(os.path.join(HERE, "..", "..", "01_elementwise", "results", "NVIDIA_H200.json")) as f:
+        real = json.load(f)  # a committed file, so that the parts follow the whole schema
+
+    def part(name, problems, gbps, **over):
+        doc = dict(real, runs=[dict(r, problem=q) for q in problems for r in real["runs"][:1]],
+                   copy_ceiling=dict(real["copy_ceiling"], GBps=gbps), **over)
+        path = os.path.join(tmp, name + ".json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+    a, b = part("A", ["p32", "q32"], 4245), part("B", ["p16"], 4233)
+    twice, other = part("C", ["q32"], 4200), part("D", ["r16"], 4200, commit="def")
+    out = os.path.join(tmp, "GPU.json")
+    expect("results.py", ["--merge", out, a], (2,), "at least two")
+    expect("results.py", ["--merge", out, a, twice], (2,), "q32 was run in A.json too")
+    expect("results.py", ["--merge", out, a, other], (2,), "D.json: commit is 'def'")
+    rc, text = run("results.py", "--merge", out, a, b)
+    if rc != 0:  # without fastjsonschema the toy documents still load: only the fields read are checked
+        errors.append(f"results.py --merge of two parts: exit {rc}, {text.strip()[-300:]!r}")
+        return
+    sys.path.insert(0, HERE)
+    import results  # noqa: E402
+    doc = results.load(out, "bench")
+    got = [results.ceiling_of(doc, q)["GBps"] for q in ("p32", "q32", "p16")]
+    if [r["problem"] for r in doc["runs"]] != ["p32", "q32", "p16"] or got != [4245, 4245, 4233]:
+        errors.append(f"the merged runs or their ceilings are wrong: {[r['problem'] for r in doc['runs']]}, {got}")
+    expect("results.py", ["--merge", os.path.join(tmp, "again.json"), out, twice], (2,), "q32 was run in GPU.json too")
+
+
 def main():
     errors = []
 
@@ -58,6 +90,7 @@ def main():
         expect("profile.py", ["--build", os.path.join(tmp, "nobuild")], (2,), "not built")
         expect("profile.py", ["nosuch"], (2,), "no chapter 'nosuch'")
         expect("migrate_results.py", [os.path.join(tmp, "missing")], (2,), "no such folder")
+        merge_checks(tmp, expect, errors)
     sys.path.insert(0, HERE)
     import sweep  # noqa: E402
 
