@@ -163,13 +163,17 @@ def profile_tables(doc, prefix="results/"):
 
 
 def ceiling_tables(doc, prefix="results/"):
-    c = doc["copy_ceiling"]
-    parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`: {c['bytes'] / 2**20:.0f} MiB read and written per copy, "
-             f"the median of repetitions interleaved in rounds):\n\n",
-             "| copy | GB/s | of the best |\n|---|---:|---:|\n"]
-    for k in c["candidates"]:
-        name = k["shape"] + ("" if k["own"] else " (the driver)")
-        parts.append(f"| {name} | {k['GBps']:.1f} | {k['GBps'] / c['GBps']:.3f} |\n")
+    parts = []
+    procs = doc.get("processes") or [{"copy_ceiling": doc["copy_ceiling"]}]
+    for p in procs:
+        c = p["copy_ceiling"]
+        which = f", the process of {', '.join(f'`{q}`' for q in p['problems'])}" if "problems" in p else ""
+        parts += [f"{chr(10) if parts else ''}**{doc['gpu']}** (`{prefix}{doc['_file']}`{which}: {c['bytes'] / 2**20:.0f} MiB "
+                  f"read and written per copy, the median of repetitions interleaved in rounds):\n\n",
+                  "| copy | GB/s | of the best |\n|---|---:|---:|\n"]
+        for k in c["candidates"]:
+            name = k["shape"] + ("" if k["own"] else " (the driver)")
+            parts.append(f"| {name} | {k['GBps']:.1f} | {k['GBps'] / c['GBps']:.3f} |\n")
     return "".join(parts)
 
 
