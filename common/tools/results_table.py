@@ -72,13 +72,17 @@ def ordered(items, key):
     return seen
 
 
+def problems_text(process):
+    """A merged file's process (results.py --merge) by the problems it ran."""
+    return ", ".join(f"`{q}`" for q in process["problems"])
+
+
 def ceiling_line(doc):
     c = doc["copy_ceiling"]
     if doc.get("processes"):  # a merged file (results.py --merge): each process measured its own
-        return "merged from " + str(len(doc["processes"])) + " processes of this build, each with the copy ceiling " \
-            "measured in it: " + "; ".join(
-                f"{', '.join(f'`{q}`' for q in p['problems'])} ({p['date']}): **{p['copy_ceiling']['GBps']:.1f} GB/s** "
-                f"({p['copy_ceiling']['winner']})" for p in doc["processes"])
+        return (f"merged from {len(doc['processes'])} processes of this build, each with the copy ceiling "
+                "measured in it: " + "; ".join(f"{problems_text(p)} ({p['date']}): **{p['copy_ceiling']['GBps']:.1f} "
+                                               f"GB/s** ({p['copy_ceiling']['winner']})" for p in doc["processes"]))
     own = f"; best own copy {c['best_own_GBps']:.1f} GB/s = {c['best_own_GBps'] / c['GBps']:.3f} of it" \
         if c.get("best_own") else ""
     return (f"copy ceiling measured in the same run **{c['GBps']:.1f} GB/s** ({c['winner']}{own}); "
@@ -163,18 +167,18 @@ def profile_tables(doc, prefix="results/"):
 
 
 def ceiling_tables(doc, prefix="results/"):
-    parts = []
-    procs = doc.get("processes") or [{"copy_ceiling": doc["copy_ceiling"]}]
-    for p in procs:
+    blocks = []
+    for p in doc.get("processes") or [{"copy_ceiling": doc["copy_ceiling"]}]:
         c = p["copy_ceiling"]
-        which = f", the process of {', '.join(f'`{q}`' for q in p['problems'])}" if "problems" in p else ""
-        parts += [f"{chr(10) if parts else ''}**{doc['gpu']}** (`{prefix}{doc['_file']}`{which}: {c['bytes'] / 2**20:.0f} MiB "
-                  f"read and written per copy, the median of repetitions interleaved in rounds):\n\n",
-                  "| copy | GB/s | of the best |\n|---|---:|---:|\n"]
+        which = f", the process of {problems_text(p)}" if "problems" in p else ""
+        rows = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`{which}: {c['bytes'] / 2**20:.0f} MiB read and written "
+                f"per copy, the median of repetitions interleaved in rounds):\n\n",
+                "| copy | GB/s | of the best |\n|---|---:|---:|\n"]
         for k in c["candidates"]:
             name = k["shape"] + ("" if k["own"] else " (the driver)")
-            parts.append(f"| {name} | {k['GBps']:.1f} | {k['GBps'] / c['GBps']:.3f} |\n")
-    return "".join(parts)
+            rows.append(f"| {name} | {k['GBps']:.1f} | {k['GBps'] / c['GBps']:.3f} |\n")
+        blocks.append("".join(rows))
+    return "\n".join(blocks)
 
 
 def chapter_sections(folder, prefix="results/"):
