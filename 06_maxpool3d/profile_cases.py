@@ -98,6 +98,10 @@ PAIRS = [
     ("v13_k2s2_f16", "maxpool3d_f16", HALVE, ["v13_output_packs", "v2_interior_border"]),
     ("v13_k2s2", F, HALVE, ["v13_output_packs", "v4_layout_ncdt"]),
     ("v13_thin", F, THIN, ["v13_output_packs", "v4_layout_ncdt"]),
+    # fwd v15 (v13's packs, the maximum first) against v13 on the cases auto gives v13: half kernel 2,
+    # and 33^3 in ceil mode in float (rows of 33 floats, read cell by cell).
+    ("v15_k2s2_f16", "maxpool3d_f16", HALVE, ["v15_packs_max_first", "v13_output_packs"]),
+    ("v15_ceil", F, CEIL33, ["v15_packs_max_first", "v13_output_packs"]),
     # fwd v14 (a window's rows split over lanes reading consecutive 16-byte pieces) against v4, which
     # auto took on kernel 8 stride 8 over 64^3, and v10, which it takes on the 8^3 and 4^3 planes.
     ("v14_k8s8", F, K8S8, ["v14_row_lanes", "v4_layout_ncdt"]),

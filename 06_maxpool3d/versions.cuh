@@ -52,6 +52,7 @@
 #include "kernels/fwd_v11_columns_max.cuh"
 #include "kernels/fwd_v13_output_packs.cuh"
 #include "kernels/fwd_v14_row_lanes.cuh"
+#include "kernels/fwd_v15_packs_max_first.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -167,6 +168,8 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
       forward_version<T>("v14_row_lanes", "NCDHW, window rows of whole 16-byte pieces: a warp reads neighbouring outputs' rows as consecutive pieces, each window split over lanes",
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
+      forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
+                         &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
@@ -208,6 +211,8 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
       forward_version<T>("v14_row_lanes", "NCDHW, window rows of whole 16-byte pieces: a warp reads neighbouring outputs' rows as consecutive pieces, each window split over lanes",
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
+      forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
+                         &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v13 for kernel 2 side by side along W, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

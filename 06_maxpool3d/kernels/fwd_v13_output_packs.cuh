@@ -127,9 +127,10 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v13_output_packs_kernel(Forwar
   }
 }
 
+// What v13 and v15 refuse, named as `who`: the packs need NCDHW, dilation 1, windows side by side
+// along W, rows of 2, 4 or 8 bytes, and a plane that fits 32-bit offsets.
 template <class T>
-std::string fwd_v13_refuses(const Window& w) {
-  const char* who = "fwd_v13_output_packs";
+std::string pack_rows_refuse(const Window& w, const char* who) {
   if (w.layout != Layout::ncdhw) return std::string(who) + " reads the layout NCDHW only";
   if (w.dilated()) return std::string(who) + " takes dilation 1 only";
   if (w.s[2] != w.k[2] || w.p[2] != 0)
@@ -138,6 +139,11 @@ std::string fwd_v13_refuses(const Window& w) {
     return std::string(who) + " takes window rows of 2, 4 or 8 bytes (kernel 1 or 2 along W in float; 1, 2 or 4 in half)";
   if (!plane_fits_32_bits(w)) return std::string(who) + " indexes a plane in 32 bits; this one is larger";
   return {};
+}
+
+template <class T>
+std::string fwd_v13_refuses(const Window& w) {
+  return pack_rows_refuse<T>(w, "fwd_v13_output_packs");
 }
 
 // A window row's kernel along W as a compile-time value, for the widths fwd_v13_refuses takes.
@@ -151,19 +157,27 @@ void with_pack_row(const Window& w, F&& f) {
   }
 }
 
+// Launches a pack kernel (v13, v15) over the case's packs: f(KW, wide, packs, grid), with 16-byte
+// loads (wide) where x and every row start on 16 bytes, else the same kernel cell by cell.
+template <class T, class F>
+void launch_packs(const ForwardArgs<T>& a, const char* who, F&& f) {
+  const Window& w = a.w;
+  const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && (w.W * sizeof(T)) % 16 == 0;
+  with_pack_row<T>(w, [&](auto kw) {
+    constexpr int P = kOutputPack<decltype(kw)::value, T>;
+    const RowPieces pd = row_pieces(w, (w.oW + P - 1) / P);
+    const unsigned grid = grid_for(pd.count, kPackBlock, who);
+    if (wide) f(kw, std::true_type{}, pd, grid);
+    else f(kw, std::false_type{}, pd, grid);
+  });
+}
+
 template <class T>
 void fwd_v13_output_packs(cudaStream_t s, const ForwardArgs<T>& a) {
   check_forward(a, "fwd_v13_output_packs");
   if (const std::string why = fwd_v13_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  const Window& w = a.w;
-  // 16-byte loads where x and every row start on 16 bytes; else the same kernel, cell by cell.
-  const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && (w.W * sizeof(T)) % 16 == 0;
-  with_pack_row<T>(w, [&](auto kw) {
-    constexpr int KW = decltype(kw)::value, P = kOutputPack<KW, T>;
-    const RowPieces pd = row_pieces(w, (w.oW + P - 1) / P);
-    const unsigned grid = grid_for(pd.count, kPackBlock, "fwd_v13_output_packs");
-    if (wide) fwd_v13_output_packs_kernel<KW, T, true><<<grid, kPackBlock, 0, s>>>(a, pd);
-    else fwd_v13_output_packs_kernel<KW, T, false><<<grid, kPackBlock, 0, s>>>(a, pd);
+  launch_packs<T>(a, "fwd_v13_output_packs", [&](auto kw, auto wide, const RowPieces& pd, unsigned grid) {
+    fwd_v13_output_packs_kernel<decltype(kw)::value, T, decltype(wide)::value><<<grid, kPackBlock, 0, s>>>(a, pd);
   });
   TUT_CHECK_LAUNCH("fwd_v13_output_packs_kernel");
 }

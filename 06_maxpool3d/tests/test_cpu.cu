@@ -23,6 +23,7 @@
 #include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/fwd_v13_output_packs.cuh"
 #include "kernels/fwd_v14_row_lanes.cuh"
+#include "kernels/fwd_v15_packs_max_first.cuh"
 #include "kernels/bwd_v29_lean_scale.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
@@ -1312,7 +1313,7 @@ TEST_CASE("bwd v6's tiling: the stem pooling's and kernel 8 stride 1's columns, 
   CHECK_FALSE(ch06::bwd_v6_refuses<float>(win({2, 3, 11, 12, 13}, params({3}, {1}, {1}, {2}, 0, "NCDHW", "int64"))).empty());
 }
 
-TEST_CASE("fwd v13 takes windows side by side along W whose rows are 2, 4 or 8 bytes, and says why it refuses the rest") {
+TEST_CASE("fwd v13 and v15 take windows side by side along W whose rows are 2, 4 or 8 bytes, and say why they refuse the rest") {
   // Outputs a thread: 16 bytes of window rows.
   static_assert(ch06::kOutputPack<2, __half> == 4 && ch06::kOutputPack<4, __half> == 2 && ch06::kOutputPack<1, __half> == 8);
   static_assert(ch06::kOutputPack<2, float> == 2 && ch06::kOutputPack<1, float> == 4);
@@ -1336,6 +1337,13 @@ TEST_CASE("fwd v13 takes windows side by side along W whose rows are 2, 4 or 8 b
   }
   CHECK(takes(params({4}, {4}), true).empty());                                            // 8 bytes of half
   CHECK(takes(params({4}, {4}), false).find("bytes") != std::string::npos);                // 16 bytes of float
+  // v15 reads the same packs: the same cases, each refusal in its own name.
+  for (const auto& p : {params({2}, {2}), params({2}, {2}, {0}, {1}, 1), params({3}, {3}), params({2}, {1})}) {
+    const auto w = win({2, 3, 8, 10, 32}, p);
+    CHECK(ch06::fwd_v15_refuses<float>(w).empty() == ch06::fwd_v13_refuses<float>(w).empty());
+    CHECK(ch06::fwd_v15_refuses<__half>(w).empty() == ch06::fwd_v13_refuses<__half>(w).empty());
+  }
+  CHECK(ch06::fwd_v15_refuses<float>(win({2, 3, 8, 10, 32}, params({3}, {3}))).rfind("fwd_v15_packs_max_first", 0) == 0);
 }
 
 TEST_CASE("fwd v14 splits a warp into pieces, outputs and row sets of 32 lanes, and says why it refuses a case") {

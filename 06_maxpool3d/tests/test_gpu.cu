@@ -290,17 +290,23 @@ TEST_SUITE("gpu") {
     tut::check_cases(only(ch06::forward_f16_problem(), {"v11_columns_max"}), cases);
   }
 
+  // v13 and v15 take the same cases: packs of outputs side by side along W.
+  const std::vector<Spec> kPackSpecs = {{{2, 3, 5, 7, 32}, {2}, {2}, {0}},                     // rows of 16-byte packs
+                                        {{2, 3, 6, 9, 24}, {3, 3, 2}, {2, 2, 2}, {1, 1, 0}},   // padded in D and H
+                                        {{1, 2, 5, 6, 16}, {2, 2, 1}, {1, 1, 1}, {0}},         // kernel 1 along W, overlap in D, H
+                                        {{1, 2, 4, 4, 64}, {1, 1, 4}, {1, 1, 4}, {0}},         // kernel 4 along W (half only)
+                                        {{2, 2, 7, 9, 16}, {2}, {2}, {0}, {1}, 1},             // ceil_mode in D and H
+                                        {{2, 3, 5, 6, 21}, {2}, {2}, {0}, {1}, 1},             // odd W: cell by cell, last window cut
+                                        {{1, 2, 9, 5, 16}, {5, 1, 2}, {5, 1, 2}, {2, 0, 0}},   // 5 rows: batches of 4 cut, padding in D
+                                        {{1, 1, 1, 1, 2}, {1, 1, 2}, {1, 1, 2}, {0}}};         // one output
+
   TEST_CASE("newest rungs: fwd v13 against the reference: packs of 2, 4 and 8 outputs, rows read whole or cell by cell, padding and ceil_mode in D and H, non-cubic windows, each format, float and half" *
             tut::needs_gpu()) {
-    check_forward_rung("v13_output_packs",
-                       {{{2, 3, 5, 7, 32}, {2}, {2}, {0}},                     // rows of 16-byte packs
-                        {{2, 3, 6, 9, 24}, {3, 3, 2}, {2, 2, 2}, {1, 1, 0}},   // padded in D and H
-                        {{1, 2, 5, 6, 16}, {2, 2, 1}, {1, 1, 1}, {0}},         // kernel 1 along W, overlap in D, H
-                        {{1, 2, 4, 4, 64}, {1, 1, 4}, {1, 1, 4}, {0}},         // kernel 4 along W (half only)
-                        {{2, 2, 7, 9, 16}, {2}, {2}, {0}, {1}, 1},             // ceil_mode in D and H
-                        {{2, 3, 5, 6, 21}, {2}, {2}, {0}, {1}, 1},             // odd W: cell by cell, last window cut
-                        {{1, 1, 1, 1, 2}, {1, 1, 2}, {1, 1, 2}, {0}}},         // one output
-                       {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
+    check_forward_rung("v13_output_packs", kPackSpecs, {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
+  }
+
+  TEST_CASE("newest rungs: fwd v15 against the reference: v13's cases, each format, float and half" * tut::needs_gpu()) {
+    check_forward_rung("v15_packs_max_first", kPackSpecs, {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
   }
 
   TEST_CASE("newest rungs: fwd v14 against the reference: pieces of 1 to 8 a row, rows of outputs cut by tiles, padding and ceil_mode, gaps and overlap, each format, float and half" *

@@ -438,6 +438,24 @@ TEST_CASE("fwd v13 reads a window row of its outputs with one 16-byte load where
     }
 }
 
+TEST_CASE("fwd v15 folds its rows with NaN-propagating max, pairs of halves at a time, from 16-byte loads where rows allow, and does not spill" *
+          doctest::skip(kNoCuobjdump)) {
+  // Kernel 2: a batch is 4 window rows of 16 bytes. In half each row is 4 pairs; sm_90 folds them
+  // with VHMNMX.NAN, a three-input form (a pair from each of two rows into the running maximum), 8
+  // a batch. In float each row is 4 cells, 16 FMNMX.NAN a batch.
+  for (const char* t : {"float", "__half"}) {
+    const auto& wide = kernel(std::string("fwd_v15_packs_max_first_kernel<2, ") + t + ", true>");
+    const auto& narrow = kernel(std::string("fwd_v15_packs_max_first_kernel<2, ") + t + ", false>");
+    INFO(wide.name);
+    const bool half = std::string(t) == "__half";
+    CHECK(tut::count_memory_ops(wide, "LDG", 128) >= 4);
+    CHECK(tut::count_memory_ops(narrow, "LDG", 128) == 0);
+    CHECK(tut::count_opcode(wide, half ? "VHMNMX.NAN" : "FMNMX.NAN") >= (half ? 8 : 16));
+    CHECK(spills(wide) == 0);
+    CHECK(spills(narrow) == 0);
+  }
+}
+
 TEST_CASE("fwd v14 reads 16-byte pieces where x allows, element by element otherwise, meets its lanes in shuffles, and does not spill" *
           doctest::skip(kNoCuobjdump)) {
   for (const char* t : {"float", "__half"}) {
