@@ -16,10 +16,19 @@
 // a time, which sm_90 does as VHMNMX.NAN, a three-input form that folds two rows' pairs into the
 // running maximum. Each output's maximum is the max of its KW columns. That maximum is the rule's
 // answer, bits and all, unless it is a zero (which sign) or a NaN (which payload), and an index
-// needs its cell: only then does find_cell walk the output's window again, from the caches, for
-// the first cell equal to it or the last NaN. A row outside the input (padding along D or H,
-// ceil_mode) reads as -inf and never matches a maximum above -inf; a window of -inf keeps its
-// first inside cell, as PyTorch's rule does.
+// needs its cell: only then is the cell looked for, the first one equal to the maximum or the
+// last NaN. Where the window has at most kPackRows rows (kernel 2 has 4), they are all still in
+// registers, and v10's locate finds it there; a larger window is walked again from the caches
+// (find_cell). A row outside the input (padding along D or H, ceil_mode) reads as -inf and never
+// matches a maximum above -inf; a window of -inf keeps its first inside cell, as PyTorch's rule
+// does.
+//
+// The first form walked every window from the caches (results/forms/v15_first.*, H200): fewer
+// warp instructions than v13 on the half case (20.4 M against 26.1 M) and slower, 50.1 us against
+// 44.1 under Nsight Compute, its warps waiting on a load 59.7 % of their cycles (v13 21.8 %). The
+// walk is a chain of dependent loads, a warp waits for any lane of it that walks, and maxima of 0
+// are common (inputs of whole numbers in [-8, 8]; after a ReLU, more common still). How many
+// warps walked was not counted.
 //
 // Prediction (before any run): on that half case about 15 instructions per output instead of
 // about 130, and DRAM the bound: about 0.9 of copy. In float on 33^3 in ceil mode (rows of 33
@@ -31,7 +40,7 @@
 // 2, 4 or 8 bytes, a plane that fits 32-bit offsets).
 #pragma once
 
-#include "kernels/fwd_v10_max_first.cuh"  // max_nan, bits_unsure, is_nan, equal
+#include "kernels/fwd_v10_max_first.cuh"  // max_nan, bits_unsure, locate, is_nan, equal
 #include "kernels/fwd_v13_output_packs.cuh"  // kOutputPack, kPackRows, with_pack_row, fwd_v13_refuses
 
 #include <cstdint>
@@ -125,6 +134,7 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v15_packs_max_first_kernel(For
     Lane acc[L];
 #pragma unroll
     for (int l = 0; l < L; ++l) acc[l] = low;
+    Lane last[kPackRows][L];  // the last batch's rows: all of the window's where it has at most kPackRows
     const auto fold = [&](auto wide) {
       int jd = 0, jh = 0;
       for (int q0 = 0; q0 < rows; q0 += kPackRows) {
@@ -153,7 +163,7 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v15_packs_max_first_kernel(For
 #pragma unroll
         for (int i = 0; i < kPackRows; ++i)
 #pragma unroll
-          for (int l = 0; l < L; ++l) acc[l] = max_nan(acc[l], v[i][l]);
+          for (int l = 0; l < L; ++l) acc[l] = max_nan(acc[l], v[i][l]), last[i][l] = v[i][l];
       }
     };
     if (whole) fold(std::true_type{});
@@ -172,7 +182,21 @@ __global__ void __launch_bounds__(kPackBlock) fwd_v15_packs_max_first_kernel(For
       // The maximum is the answer, bits and all, unless it is a zero (which sign) or a NaN (which
       // payload); an index needs the cell.
       int cell = first;
-      if (want_cell | bits_unsure(best)) find_cell<KW>(x, w, d0, h0, w0 + p * KW, first, best, best, cell);
+      if (want_cell | bits_unsure(best)) {
+        if (rows > kPackRows) {
+          find_cell<KW>(x, w, d0, h0, w0 + p * KW, first, best, best, cell);
+        } else if (is_nan(best) | (lowest<T>() < best)) {  // one batch, still in registers
+          T u[kPackRows * KW];  // output p's cells in scan order
+#pragma unroll
+          for (int i = 0; i < kPackRows; ++i)
+#pragma unroll
+            for (int jw = 0; jw < KW; ++jw) {
+              const int c = p * KW + jw;
+              u[i * KW + jw] = cell_of(last[i][c / C], c % C);
+            }
+          locate(u, best, cell, best);
+        }
+      }
       store_result<0, 0, KW>(a, o + p, best, cell, d0, h0, w0 + p * KW);
     }
   }
