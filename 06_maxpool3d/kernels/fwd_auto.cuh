@@ -14,6 +14,7 @@
 #include "kernels/fwd_v10_max_first.cuh"
 #include "kernels/fwd_v11_columns_max.cuh"
 #include "kernels/fwd_v13_output_packs.cuh"
+#include "kernels/fwd_v15_packs_max_first.cuh"
 
 namespace ch06 {
 
@@ -33,6 +34,7 @@ void fwd_auto(cudaStream_t s, const ForwardArgs<T>& a, void* scratch, std::size_
     case AutoPick::v11_columns_max: return fwd_v11_columns_max(s, a);
     case AutoPick::v13_output_packs: return fwd_v13_output_packs(s, a);
     case AutoPick::v14_row_lanes: return fwd_v14_row_lanes(s, a);
+    case AutoPick::v15_packs_max_first: return fwd_v15_packs_max_first(s, a);
     case AutoPick::v2_interior_border: {
       // NDHWC with C = 1 has NCDHW's addresses, y's and the index's included.
       ForwardArgs<T> same = a;

@@ -7,6 +7,7 @@
 #include "kernels/fwd_v9_run_reduce.cuh"  // window_is_one_run
 #include "kernels/fwd_v13_output_packs.cuh"
 #include "kernels/fwd_v14_row_lanes.cuh"
+#include "kernels/fwd_v15_packs_max_first.cuh"
 
 namespace ch06 {
 
@@ -20,7 +21,8 @@ enum class AutoPick {
   v10_max_first,
   v11_columns_max,
   v13_output_packs,
-  v14_row_lanes
+  v14_row_lanes,
+  v15_packs_max_first
 };
 
 inline const char* auto_pick_name(AutoPick p) {
@@ -34,6 +36,7 @@ inline const char* auto_pick_name(AutoPick p) {
     case AutoPick::v11_columns_max: return "v11_columns_max";
     case AutoPick::v13_output_packs: return "v13_output_packs";
     case AutoPick::v14_row_lanes: return "v14_row_lanes";
+    case AutoPick::v15_packs_max_first: return "v15_packs_max_first";
     default: return "v7_channels_last";
   }
 }
@@ -89,10 +92,14 @@ inline double window_overlap(const Window& w) {
 //      mode: 17), and half precision: v2 (the warp-voted interior path; on 33^3 v4 took 1.063 and
 //      1.080 times the fastest's time on the two GPUs, v2 1.027 and 1.000), when a plane fits
 //      32-bit offsets; else v0. Except in half where windows of kernel 2 lie side by side along W
-//      and rows are whole 16-byte lines (W a multiple of 8): v13, a thread on the 4 outputs whose
-//      window rows fill 16 bytes (on the H200, 2 x 64 x 32 x 112^2: 0.0454 ms against v2's 0.0654
-//      in one process, results/forms/v13_second.*, the only suite case in half it takes; its
-//      other widths are not timed, so the rule leaves them to v2). In float, v13 for kernel 2 side
+//      and no index is asked for: v15, v13's packs of 4 outputs a thread with the maximum first.
+//      On the H200 (results/forms/v15_second.*, each shape in one process) it ran at 0.603 of copy
+//      on 2 x 64 x 32 x 112^2 (v13 0.587, v2 0.411), 0.499 on 1 x 2 x 128 x 256^2 (v13 0.471),
+//      0.448 on 33^3 in ceil mode (v13 0.451, v2 0.289) and 0.397 on 4^3 (v2 0.394, v13 0.362).
+//      With an int64 index, on the first shape, v2 led (0.544 against v13's 0.466 and v15's
+//      0.458), so indexed half cases keep v2; the compact index was not timed in half. Until
+//      then the rule took v13 on rows of whole 16-byte lines only (0.0454 ms against v2's 0.0654
+//      on the first shape, results/forms/v13_second.*). In float, v13 for kernel 2 side
 //      by side along W on rows of 8 to 31 outputs (shorter than v4's): the H200's suite run of the
 //      tree of commit 8e72bbe (results/h200_8e72bbe/, the rule before this one) timed it at 0.0257
 //      ms on 33^3 in ceil mode (rows of 17 outputs, read cell by cell) against v2's 0.0290, and
@@ -114,8 +121,8 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
     return AutoPick::v6_separable;
   const bool ncdhw_in_memory = !cl || w.C == 1;
   if (!ncdhw_in_memory) return AutoPick::v7_channels_last;
-  if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.W * elem_bytes % 16 == 0 && fwd_v13_refuses<__half>(w).empty())
-    return AutoPick::v13_output_packs;
+  if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.indices == IndexFormat::none && fwd_v15_refuses<__half>(w).empty())
+    return AutoPick::v15_packs_max_first;
   if (!cl && elem_bytes == 4 && windows_disjoint(w) && w.oW >= 32 && fwd_v4_refuses<float>(w).empty())
     return AutoPick::v4_layout_ncdt;
   if (!cl && elem_bytes == 4 && w.k[2] == 2 && w.oW >= 8 && fwd_v13_refuses<float>(w).empty())

@@ -612,9 +612,12 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(pick({2, 3, 8, 8, 14}, params({2}, {2})) == AutoPick::v2_interior_border);             // rows of 7 outputs
   CHECK(pick({2, 3, 8, 8, 62}, params({3}, {3})) == AutoPick::v2_interior_border);             // kernel 3: not v13's
   CHECK(pick({2, 3, 8, 8, 64}, params({2}, {2})) == AutoPick::v4_layout_ncdt);                 // rows of 32
-  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 2) == AutoPick::v13_output_packs);  // half: v13
+  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 2) == AutoPick::v15_packs_max_first);  // half: v15
+  CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "int64")), 2) ==
+        AutoPick::v2_interior_border);  // half with an index: v2
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({3}, {3})), 2) == AutoPick::v2_interior_border);  // half, rows of 6 bytes: v2
-  CHECK(ch06::auto_pick(win({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)), 2) == AutoPick::v2_interior_border);  // half, rows of 66 bytes
+  CHECK(ch06::auto_pick(win({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1)), 2) == AutoPick::v15_packs_max_first);  // half, rows of 66 bytes
+  CHECK(ch06::auto_pick(win({1024, 512, 4, 4, 4}, params({2}, {2})), 2) == AutoPick::v15_packs_max_first);  // half, rows of 2 outputs
   CHECK(ch06::auto_pick(win({2, 8, 16, 16, 64}, params({2, 2, 4}, {2, 2, 4})), 2) == AutoPick::v2_interior_border);  // half, kernel 4 along W: not timed
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 4) == AutoPick::v4_layout_ncdt);
   CHECK(pick({2, 32, 32, 64, 64}, params({3}, {1}, {1}, {2})) == AutoPick::v6_separable);     // dilated NCDHW

@@ -778,9 +778,10 @@ TEST_SUITE("gpu") {
 
 // More than 2^31 elements: 32-bit element indexing would wrap here. Run with
 // `meson test -C build --suite large`. The first case's planes fit 32-bit offsets and its output
-// does not pass 2^31 (the next two read the same input as windows that are one run, for v9 and
-// v10, and as rows of 16-byte pieces, for v14); the fourth's output does (a 1x1x1 window copies the input), so the 64-bit
-// decoding paths run. The fifth is the backward of the first: its dx has the 2^31 + 33 Mi elements,
+// does not pass 2^31 (the next three read the same input as windows that are one run, for v9 and
+// v10, as rows of 16-byte pieces, for v14, and as v15's packs, which then take a 1x1x1 window
+// whose output passes 2^31); the fifth's output does (a 1x1x1 window copies the input), so the
+// 64-bit decoding paths run. The sixth is the backward of the first: its dx has the 2^31 + 33 Mi elements,
 // and its windows do not overlap, so every backward that takes it writes the same bytes.
 TEST_SUITE("large") {
   TEST_CASE("maxpool3d_f32: every version on a 2^31 + 33 Mi-element input" *
@@ -797,6 +798,12 @@ TEST_SUITE("large") {
             tut::needs_gpu_memory(std::size_t{48} << 30)) {
     tut::check_all_at(only(ch06::forward_f32_problem(), {"v14_row_lanes", "auto"}),
                       ch06::make_pool_case({{2, 16, 256, 512, 520}, {2, 8, 8}, {2, 8, 8}, {0}, {1}, 0, "NCDHW", "int64"}, false));
+  }
+  TEST_CASE("maxpool3d_f32: v15's packs (kernel 2 with an int64 index; kernel 1 along W, an output past 2^31), on a 2^31 + 33 Mi-element input" *
+            tut::needs_gpu_memory(std::size_t{64} << 30)) {
+    const auto v15 = only(ch06::forward_f32_problem(), {"v15_packs_max_first"});
+    tut::check_all_at(v15, ch06::make_pool_case({{2, 16, 256, 512, 520}, {2}, {2}, {0}, {1}, 0, "NCDHW", "int64"}, false));
+    tut::check_all_at(v15, ch06::make_pool_case({{1, 5, 1, 20000, 22000}, {1}, {1}, {0}, {1}, 0, "NCDHW", "none"}, false));
   }
   TEST_CASE("maxpool3d_f32: an output of more than 2^31 elements, both layouts" *
             tut::needs_gpu_memory(std::size_t{64} << 30)) {
