@@ -157,10 +157,13 @@ void with_pack_row(const Window& w, F&& f) {
   }
 }
 
-// Launches a pack kernel (v13, v15) over the case's packs: f(KW, wide, packs, grid), with 16-byte
-// loads (wide) where x and every row start on 16 bytes, else the same kernel cell by cell.
+// Launches a pack kernel (v13, v15) over the case's packs, once the case passes check_forward and
+// pack_rows_refuse: f(KW, wide, packs, grid), with 16-byte loads (wide) where x and every row start
+// on 16 bytes, else the same kernel cell by cell.
 template <class T, class F>
 void launch_packs(const ForwardArgs<T>& a, const char* who, F&& f) {
+  check_forward(a, who);
+  if (const std::string why = pack_rows_refuse<T>(a.w, who); !why.empty()) throw tut::Unsupported(why);
   const Window& w = a.w;
   const bool wide = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && (w.W * sizeof(T)) % 16 == 0;
   with_pack_row<T>(w, [&](auto kw) {
@@ -172,10 +175,23 @@ void launch_packs(const ForwardArgs<T>& a, const char* who, F&& f) {
   });
 }
 
+// Every form of a pack kernel for T, as f(KW, wide) names it: the row widths with_pack_row takes,
+// each with 16-byte loads and cell by cell.
+template <class T, class F>
+std::vector<const void*> pack_kernels(F&& f) {
+  std::vector<const void*> k;
+  const auto both = [&](auto kw) {
+    k.push_back(f(kw, std::true_type{}));
+    k.push_back(f(kw, std::false_type{}));
+  };
+  both(std::integral_constant<int, 1>{});
+  both(std::integral_constant<int, 2>{});
+  if constexpr (sizeof(T) == 2) both(std::integral_constant<int, 4>{});
+  return k;
+}
+
 template <class T>
 void fwd_v13_output_packs(cudaStream_t s, const ForwardArgs<T>& a) {
-  check_forward(a, "fwd_v13_output_packs");
-  if (const std::string why = fwd_v13_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   launch_packs<T>(a, "fwd_v13_output_packs", [&](auto kw, auto wide, const RowPieces& pd, unsigned grid) {
     fwd_v13_output_packs_kernel<decltype(kw)::value, T, decltype(wide)::value><<<grid, kPackBlock, 0, s>>>(a, pd);
   });
@@ -184,13 +200,9 @@ void fwd_v13_output_packs(cudaStream_t s, const ForwardArgs<T>& a) {
 
 template <class T>
 std::vector<const void*> fwd_v13_kernels() {
-  std::vector<const void*> k = {TUT_KERNEL((fwd_v13_output_packs_kernel<1, T, true>)), TUT_KERNEL((fwd_v13_output_packs_kernel<1, T, false>)),
-                                TUT_KERNEL((fwd_v13_output_packs_kernel<2, T, true>)), TUT_KERNEL((fwd_v13_output_packs_kernel<2, T, false>))};
-  if constexpr (sizeof(T) == 2) {
-    k.push_back(TUT_KERNEL((fwd_v13_output_packs_kernel<4, T, true>)));
-    k.push_back(TUT_KERNEL((fwd_v13_output_packs_kernel<4, T, false>)));
-  }
-  return k;
+  return pack_kernels<T>([](auto kw, auto wide) {
+    return TUT_KERNEL((fwd_v13_output_packs_kernel<decltype(kw)::value, T, decltype(wide)::value>));
+  });
 }
 
 }  // namespace ch06

@@ -41,7 +41,7 @@
 #pragma once
 
 #include "kernels/fwd_v10_max_first.cuh"  // max_nan, bits_unsure, locate, is_nan, equal
-#include "kernels/fwd_v13_output_packs.cuh"  // kOutputPack, kPackRows, with_pack_row, fwd_v13_refuses
+#include "kernels/fwd_v13_output_packs.cuh"  // kOutputPack, kPackRows, pack_rows_refuse, launch_packs, pack_kernels
 
 #include <cstdint>
 #include <string>
@@ -209,8 +209,6 @@ std::string fwd_v15_refuses(const Window& w) {
 
 template <class T>
 void fwd_v15_packs_max_first(cudaStream_t s, const ForwardArgs<T>& a) {
-  check_forward(a, "fwd_v15_packs_max_first");
-  if (const std::string why = fwd_v15_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   launch_packs<T>(a, "fwd_v15_packs_max_first", [&](auto kw, auto wide, const RowPieces& pd, unsigned grid) {
     fwd_v15_packs_max_first_kernel<decltype(kw)::value, T, decltype(wide)::value><<<grid, kPackBlock, 0, s>>>(a, pd);
   });
@@ -219,13 +217,9 @@ void fwd_v15_packs_max_first(cudaStream_t s, const ForwardArgs<T>& a) {
 
 template <class T>
 std::vector<const void*> fwd_v15_kernels() {
-  std::vector<const void*> k = {TUT_KERNEL((fwd_v15_packs_max_first_kernel<1, T, true>)), TUT_KERNEL((fwd_v15_packs_max_first_kernel<1, T, false>)),
-                                TUT_KERNEL((fwd_v15_packs_max_first_kernel<2, T, true>)), TUT_KERNEL((fwd_v15_packs_max_first_kernel<2, T, false>))};
-  if constexpr (sizeof(T) == 2) {
-    k.push_back(TUT_KERNEL((fwd_v15_packs_max_first_kernel<4, T, true>)));
-    k.push_back(TUT_KERNEL((fwd_v15_packs_max_first_kernel<4, T, false>)));
-  }
-  return k;
+  return pack_kernels<T>([](auto kw, auto wide) {
+    return TUT_KERNEL((fwd_v15_packs_max_first_kernel<decltype(kw)::value, T, decltype(wide)::value>));
+  });
 }
 
 }  // namespace ch06
