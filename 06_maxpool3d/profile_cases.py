@@ -98,7 +98,7 @@ PAIRS = [
     ("v13_k2s2_f16", "maxpool3d_f16", HALVE, ["v13_output_packs", "v2_interior_border"]),
     ("v13_k2s2", F, HALVE, ["v13_output_packs", "v4_layout_ncdt"]),
     ("v13_thin", F, THIN, ["v13_output_packs", "v4_layout_ncdt"]),
-    # fwd v15 (v13's packs, the maximum first) against v13 on the cases auto gives v13: half kernel 2,
+    # fwd v15 (v13's packs, the maximum first) against v13 on the cases auto gave v13: half kernel 2,
     # and 33^3 in ceil mode in float (rows of 33 floats, read cell by cell).
     ("v15_k2s2_f16", "maxpool3d_f16", HALVE, ["v15_packs_max_first", "v13_output_packs"]),
     ("v15_ceil", F, CEIL33, ["v15_packs_max_first", "v13_output_packs"]),
