@@ -451,6 +451,7 @@ TEST_CASE("fwd v15 folds its rows with NaN-propagating max, pairs of halves at a
     CHECK(tut::count_memory_ops(wide, "LDG", 128) >= 4);
     CHECK(tut::count_memory_ops(narrow, "LDG", 128) == 0);
     CHECK(tut::count_opcode(wide, half ? "VHMNMX.NAN" : "FMNMX.NAN") >= (half ? 8 : 16));
+    CHECK(tut::count_memory_ops(wide, "STG", 64) >= 1);  // y of a pack in one 8-byte store
     CHECK(spills(wide) == 0);
     CHECK(spills(narrow) == 0);
   }
