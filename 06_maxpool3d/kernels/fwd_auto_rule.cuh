@@ -92,12 +92,14 @@ inline double window_overlap(const Window& w) {
 //      mode: 17), and half precision: v2 (the warp-voted interior path; on 33^3 v4 took 1.063 and
 //      1.080 times the fastest's time on the two GPUs, v2 1.027 and 1.000), when a plane fits
 //      32-bit offsets; else v0. Except in half where windows of kernel 2 lie side by side along W
-//      and no index is asked for: v15, v13's packs of 4 outputs a thread with the maximum first.
-//      On the H200 (results/forms/v15_second.*, each shape in one process) it ran at 0.603 of copy
-//      on 2 x 64 x 32 x 112^2 (v13 0.587, v2 0.411), 0.499 on 1 x 2 x 128 x 256^2 (v13 0.471),
-//      0.448 on 33^3 in ceil mode (v13 0.451, v2 0.289) and 0.397 on 4^3 (v2 0.394, v13 0.362).
-//      With an int64 index, on the first shape, v2 led (0.544 against v13's 0.466 and v15's
-//      0.458), so indexed half cases keep v2; the compact index was not timed in half. Until
+//      and no index is asked for: v15, v13's packs of 4 outputs a thread with the maximum first
+//      and y stored a pack at a time. On the H200 (results/forms/v15_third.*, each shape in one
+//      process) it ran at 0.673 of copy on 2 x 64 x 32 x 112^2 (v13 0.593, v2 0.413), 0.562 on
+//      1 x 2 x 128 x 256^2 (v13 0.486), 0.465 on 33^3 in ceil mode (v13 0.456, v2 0.295) and
+//      0.402 on 4^3 (v2 0.399, v13 0.363); its second form, y output by output, had been level
+//      with v13 (results/forms/v15_second.*). With an int64 index, on the first shape, v2 led
+//      (0.549 against v13's 0.469 and v15's 0.461), so indexed half cases keep v2; the compact
+//      index was not timed in half. Until
 //      then the rule took v13 on rows of whole 16-byte lines only (0.0454 ms against v2's 0.0654
 //      on the first shape, results/forms/v13_second.*). In float, v13 for kernel 2 side
 //      by side along W on rows of 8 to 31 outputs (shorter than v4's): the H200's suite run of the

@@ -40,6 +40,13 @@
 // (before any run): the half kernel 2 with 16-byte loads takes 64 registers, v13's 79; a row
 // costs about 20 instructions of address and bounds arithmetic besides its load and fold.
 //
+// Measured (H200, one process each, results/forms/v15_*): the second form issued 18.2 M warp
+// instructions on the half case against v13's 26.1 M, with 42 % of the warps resident against
+// 31 %, and ran level with it (0.603 of copy against 0.587): DRAM 53.7 % busy in both. The third
+// form, y a pack at a time: 37.4 us against v13's 43.7 under Nsight Compute, DRAM 62.8 % busy
+// against 53.9, 0.673 of copy against 0.593, 3.098x PyTorch against 2.766x in one race. In float
+// it trails v4 and v13 on every case timed.
+//
 // Limits, refused before launch: v13's (NCDHW, dilation 1, windows side by side along W, rows of
 // 2, 4 or 8 bytes, a plane that fits 32-bit offsets).
 #pragma once
