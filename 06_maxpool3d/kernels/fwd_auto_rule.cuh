@@ -99,9 +99,9 @@ inline double window_overlap(const Window& w) {
 //      0.402 on 4^3 (v2 0.399, v13 0.363); its second form, y output by output, had been level
 //      with v13 (results/forms/v15_second.*). With an int64 index, on the first shape, v2 led
 //      (0.549 against v13's 0.469 and v15's 0.461), so indexed half cases keep v2; the compact
-//      index was not timed in half. Until
-//      then the rule took v13 on rows of whole 16-byte lines only (0.0454 ms against v2's 0.0654
-//      on the first shape, results/forms/v13_second.*). In float, v13 for kernel 2 side
+//      index was not timed in half. Until then the rule took v13 on rows of whole 16-byte lines
+//      only (0.0454 ms against v2's 0.0654 on the first shape, results/forms/v13_second.*). In
+//      float, v13 for kernel 2 side
 //      by side along W on rows of 8 to 31 outputs (shorter than v4's): the H200's suite run of the
 //      tree of commit 8e72bbe (results/h200_8e72bbe/, the rule before this one) timed it at 0.0257
 //      ms on 33^3 in ceil mode (rows of 17 outputs, read cell by cell) against v2's 0.0290, and
