@@ -27,6 +27,7 @@
 #include "kernels/bwd_v17_split_pass.cuh"
 #include "kernels/bwd_v19_warp_columns.cuh"
 #include "kernels/bwd_v20_async_pass.cuh"
+#include "kernels/bwd_v21_resident.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -338,6 +339,10 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
                                             "v19's sums; a resident dx pass, 4 chunks a warp in flight by cp.async",
                                             "mask", &bwd_v20_async_pass<T, kAdd>, &bwd_v4_scratch_bytes<T>,
                                             bwd_v20_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v21_resident",
+                                            "dy, x and the mask held in shared memory, the blocks' sums as tagged words, as the forward v14",
+                                            "mask", &bwd_v21_resident<T, kAdd>, &bwd_v21_scratch_bytes<T>,
+                                            bwd_v21_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

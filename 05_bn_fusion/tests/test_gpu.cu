@@ -593,6 +593,27 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v20_async_pass", nullptr);
   }
 
+  TEST_CASE("v21_resident: every backward, v12's shapes, both layouts, operands moved; chains from every forward; its first launch's bits, launch after launch" *
+            tut::needs_gpu()) {
+    // v12's cuts (C = 64 and 65, a 16-byte line's tail, fewer units than pieces, units of 96, C = 1),
+    // and C = 3 with 341 row groups, C = 33 (two channels a warp in the sums).
+    const auto shapes = [](const auto& p) {
+      auto cases = v12_shapes(p);
+      for (const Dims& d : {Dims{8, 3, 30, 30}, Dims{4, 33, 17, 19}}) cases.push_back(bn_case(p, d, "NHWC"));
+      return cases;
+    };
+    check_backward_rung("v21_resident", shapes);
+    const tut::ProblemEntry e32 = tut::erase(bn_relu_f32()), e16 = tut::erase(bn_add_relu_f16());
+    const auto b32 = chained_to(only(bn_relu_backward_f32(), "v21_resident"), e32);
+    const auto b16 = chained_to(only(bn_add_relu_backward_f16(), "v21_resident"), e16);
+    const auto chain_cases = small_shapes(bn_relu_backward_f32());
+    CHECK(tut::check_chains(b32, chain_cases) == expected_pairs(b32, bn_relu_f32()) * static_cast<int>(chain_cases.size()));
+    CHECK(tut::check_chains(b16, chain_cases) == expected_pairs(b16, bn_add_relu_f16()) * static_cast<int>(chain_cases.size()));
+    const std::vector<Dims> dims = {{8, 32, 28, 28}, {4, 64, 9, 11}, {2, 1, 300, 301}, {2, 16, 3, 1}, {4, 33, 17, 19}, {8, 3, 30, 30}};
+    check_bits(bn_relu_backward_f32(), dims, "v21_resident", nullptr);
+    check_bits(bn_add_relu_backward_f16(), dims, "v21_resident", nullptr);
+  }
+
   TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
     auto cases = small_shapes(bn_relu_backward_f32());
     if (!tut::under_sanitizer()) {
