@@ -356,6 +356,31 @@ TEST_CASE("v14: v13's copies, tags and flags, every merge a sum in double (DADD,
   }
 }
 
+TEST_CASE("bwd v21: dy and x by the copy engine (4 UBLKCP each), v14's tags and flags with no fence, the sums in "
+          "double (DADD, butterflies), dx (and dr) in packs of 4 from shared memory; no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const auto& [name, add, half] : {std::tuple{"bwd_v21_resident_kernel<float, false>", false, false},
+                                        std::tuple{"bwd_v21_resident_kernel<float, true>", true, false},
+                                        std::tuple{"bwd_v21_resident_kernel<__half, false>", false, true},
+                                        std::tuple{"bwd_v21_resident_kernel<__half, true>", true, true}}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(count_in(k.code, "UBLKCP") == 8);                  // 4 pieces of x, 4 of dy
+    CHECK(count_in(k.code, "ATOM.E") == 0);                  // no grid barrier
+    CHECK(count_in(k.code, "ATOMG.E.ADD.STRONG.GPU") == 1);  // the count out
+    CHECK(count_in(k.code, "MEMBAR.ALL.GPU") + count_in(k.code, "MEMBAR.SC") + count_in(k.code, "CCTL") == 0);  // no fence
+    CHECK(count_in(k.code, "STG.E.128.STRONG.GPU") == 1);   // the block's tagged sums of a channel
+    CHECK(count_in(k.code, "LDG.E.128.STRONG.GPU") == 5);   // 5 blocks' words at once
+    CHECK(count_in(k.code, "NANOSLEEP") > count_in(k.code, "NANOSLEEP.SYNCS"));
+    CHECK(count_in(k.code, "DADD") >= 2 * 2 * 4);  // two block sums in double
+    CHECK(count_in(k.code, "SHFL.DOWN") == 0);     // no Chan tree
+    CHECK(count_in(k.code, half ? "LDS.64" : "LDS.128") >= 2);  // a pack of x and of dy from shared memory
+    CHECK(count_in(k.code, half ? "STG.E.64.STRONG.SM" : "STG.E.128.STRONG.SM") == (add ? 2 : 1));  // dx's pack (and dr's)
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}
+
 TEST_CASE("v15: every value's load issued before the first sum, the sums in double, one cluster barrier and the other "
           "blocks' sums read from their shared memory, the mask's words ORed in shared memory; no spill" *
           doctest::skip(kNoCuobjdump)) {
