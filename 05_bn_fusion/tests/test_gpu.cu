@@ -593,23 +593,6 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v20_async_pass", nullptr);
   }
 
-  TEST_CASE("v22_channel_owners: every forward, C from 65 to 1024 and past it, both layouts, operands moved; chains; its first launch's bits, launch after launch" *
-            tut::needs_gpu()) {
-    // C = 65 (one group, 959 threads idle), 96 (units of 96), 100, 513 and 1024; 1x1000x2x3 (6 rows:
-    // 3 blocks, each owning about 333 channels, in rounds of 32); C = 1025, past it (v11 runs).
-    const std::vector<Dims> wide = {{2, 65, 5, 7}, {4, 96, 9, 9}, {3, 100, 5, 7}, {2, 513, 3, 3},
-                                    {2, 1024, 3, 5}, {1, 1000, 2, 3}, {1, 1025, 2, 2}};
-    check_forward_rung("v22_channel_owners", [&](const auto& p) { return shapes_plus(p, wide); });
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {2, 1024, 3, 5}, "NHWC"));
-    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 100, 5, 7}, "NHWC"));
-    check_chains_from_all("v22_channel_owners", cases);
-    std::vector<Dims> dims = {{2, 1024, 3, 5}, {3, 100, 5, 7}, {1, 1000, 2, 3}};
-    if (!tut::under_sanitizer()) dims.push_back({64, 1024, 7, 7});
-    check_bits(bn_relu_f32(), dims, "v22_channel_owners", nullptr);
-    check_bits(bn_add_relu_f16(), dims, "v22_channel_owners", nullptr);
-  }
-
   TEST_CASE("v21_resident: every backward, v12's shapes, both layouts, operands moved; chains from every forward; its first launch's bits, launch after launch" *
             tut::needs_gpu()) {
     // v12's cuts (C = 64 and 65, a 16-byte line's tail, fewer units than pieces, units of 96, C = 1),
