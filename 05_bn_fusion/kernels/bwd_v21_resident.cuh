@@ -6,12 +6,12 @@
 // C <= 64.
 //
 // Why. Of the 13 cases where cuDNN's fused path was faster than every version of ours in the H200's
-// whole suite (results/NVIDIA_H200.cudnn_suite.txt), two are the backward at 8x3x224x224 NHWC:
-// cuDNN 0.0184 ms in half against v3's 0.0215, 0.0182 in float against v19's 0.0186. There Nsight
-// Compute (results/NVIDIA_H200.ncu_cudnn_wins.csv, half) gives v19's sums kernel 15.1 us and its dx
-// pass 6.4 us, with DRAM 5.5 % busy under v3: the time is the sums' latency and the second launch,
-// not bytes. The forward at the same shape already runs below cuDNN's with x held on chip: fwd v14
-// 0.0147 ms in half against cuDNN's 0.0182.
+// whole suite on the tree of 45f32e6 (results/suite_45f32e6/NVIDIA_H200.cudnn_suite.txt), two are
+// the backward at 8x3x224x224 NHWC: cuDNN 0.0184 ms in half against v3's 0.0215, 0.0182 in float
+// against v19's 0.0186. There Nsight Compute (results/NVIDIA_H200.ncu_cudnn_wins.csv, half) gives
+// v19's sums kernel 15.1 us and its dx pass 6.4 us, with DRAM 5.5 % busy under v3: the time is the
+// sums' latency and the second launch, not bytes. The forward at the same shape already runs below
+// cuDNN's with x held on chip: fwd v14 0.0147 ms in half against cuDNN's 0.0182.
 //
 // How. As fwd v12 to v14, with two operands and the mask:
 //   The chunk. Block b owns the elements [b chunk, (b + 1) chunk), chunk a whole number of units of
