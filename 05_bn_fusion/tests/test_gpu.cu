@@ -230,6 +230,19 @@ void check_chains_through(const char* name, const std::vector<tut::Case>& cases)
 
 // check_chains_from and check_chains_through in the four forms: float and half, with and without
 // the add.
+// Every backward version of one problem on what every forward version of its forward problem saved,
+// on the small shapes and, outside the sanitizers, 16x32x56x56 in both layouts.
+template <class T, bool kAdd>
+void check_every_chain() {
+  auto cases = small_shapes(bn_relu_backward_f32());
+  if (!tut::under_sanitizer()) {
+    cases.push_back(bn_case(bn_relu_backward_f32(), {16, 32, 56, 56}, "NCHW"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {16, 32, 56, 56}, "NHWC"));
+  }
+  const auto& p = backward<T, kAdd>();
+  CHECK(tut::check_chains(p, cases) == expected_pairs(p, forward<T, kAdd>()) * static_cast<int>(cases.size()));
+}
+
 inline void check_chains_from_all(const char* name, const std::vector<tut::Case>& cases) {
   check_chains_from<float, false>(name, cases);
   check_chains_from<float, true>(name, cases);
@@ -614,19 +627,19 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v21_resident", nullptr);
   }
 
-  TEST_CASE("every backward version on what every forward version saved" * tut::needs_gpu()) {
-    auto cases = small_shapes(bn_relu_backward_f32());
-    if (!tut::under_sanitizer()) {
-      cases.push_back(bn_case(bn_relu_backward_f32(), {16, 32, 56, 56}, "NCHW"));
-      cases.push_back(bn_case(bn_relu_backward_f32(), {16, 32, 56, 56}, "NHWC"));
-    }
-    const int n = static_cast<int>(cases.size());
-    CHECK(tut::check_chains(bn_relu_backward_f32(), cases) == expected_pairs(bn_relu_backward_f32(), bn_relu_f32()) * n);
-    CHECK(tut::check_chains(bn_add_relu_backward_f32(), cases) ==
-          expected_pairs(bn_add_relu_backward_f32(), bn_add_relu_f32()) * n);
-    CHECK(tut::check_chains(bn_relu_backward_f16(), cases) == expected_pairs(bn_relu_backward_f16(), bn_relu_f16()) * n);
-    CHECK(tut::check_chains(bn_add_relu_backward_f16(), cases) ==
-          expected_pairs(bn_add_relu_backward_f16(), bn_add_relu_f16()) * n);
+  // Every backward version on what every forward version saved, one problem a test case (so that
+  // the four can run in processes of their own).
+  TEST_CASE("every backward version on what every forward version saved: BN+ReLU, float" * tut::needs_gpu()) {
+    check_every_chain<float, false>();
+  }
+  TEST_CASE("every backward version on what every forward version saved: BN+Add+ReLU, float" * tut::needs_gpu()) {
+    check_every_chain<float, true>();
+  }
+  TEST_CASE("every backward version on what every forward version saved: BN+ReLU, half" * tut::needs_gpu()) {
+    check_every_chain<__half, false>();
+  }
+  TEST_CASE("every backward version on what every forward version saved: BN+Add+ReLU, half" * tut::needs_gpu()) {
+    check_every_chain<__half, true>();
   }
 
   TEST_CASE("the running statistics: a second launch without the reset moves them, the reset restores them" *
