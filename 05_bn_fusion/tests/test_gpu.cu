@@ -628,17 +628,18 @@ TEST_SUITE("gpu") {
   }
 
   // Every backward version on what every forward version saved, one problem a test case (so that
-  // the four can run in processes of their own).
-  TEST_CASE("every backward version on what every forward version saved: BN+ReLU, float" * tut::needs_gpu()) {
+  // the four can run in processes of their own; a name holds no comma, which doctest's filters read
+  // as a separator).
+  TEST_CASE("every backward version on what every forward version saved: bn_relu_backward_f32" * tut::needs_gpu()) {
     check_every_chain<float, false>();
   }
-  TEST_CASE("every backward version on what every forward version saved: BN+Add+ReLU, float" * tut::needs_gpu()) {
+  TEST_CASE("every backward version on what every forward version saved: bn_add_relu_backward_f32" * tut::needs_gpu()) {
     check_every_chain<float, true>();
   }
-  TEST_CASE("every backward version on what every forward version saved: BN+ReLU, half" * tut::needs_gpu()) {
+  TEST_CASE("every backward version on what every forward version saved: bn_relu_backward_f16" * tut::needs_gpu()) {
     check_every_chain<__half, false>();
   }
-  TEST_CASE("every backward version on what every forward version saved: BN+Add+ReLU, half" * tut::needs_gpu()) {
+  TEST_CASE("every backward version on what every forward version saved: bn_add_relu_backward_f16" * tut::needs_gpu()) {
     check_every_chain<__half, true>();
   }
 
