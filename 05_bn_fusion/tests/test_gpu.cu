@@ -228,8 +228,6 @@ void check_chains_through(const char* name, const std::vector<tut::Case>& cases)
   check_chains_from<T, kAdd>(name, cases);
 }
 
-// check_chains_from and check_chains_through in the four forms: float and half, with and without
-// the add.
 // Every backward version of one problem on what every forward version of its forward problem saved,
 // on the small shapes and, outside the sanitizers, 16x32x56x56 in both layouts.
 template <class T, bool kAdd>
@@ -243,6 +241,8 @@ void check_every_chain() {
   CHECK(tut::check_chains(p, cases) == expected_pairs(p, forward<T, kAdd>()) * static_cast<int>(cases.size()));
 }
 
+// check_chains_from and check_chains_through in the four forms: float and half, with and without
+// the add.
 inline void check_chains_from_all(const char* name, const std::vector<tut::Case>& cases) {
   check_chains_from<float, false>(name, cases);
   check_chains_from<float, true>(name, cases);
