@@ -101,11 +101,11 @@ inline double window_overlap(const Window& w) {
 //      (0.549 against v13's 0.469 and v15's 0.461), so indexed half cases keep v2; the compact
 //      index was not timed in half. Until then the rule took v13 on rows of whole 16-byte lines
 //      only (0.0454 ms against v2's 0.0654 on the first shape, results/forms/v13_second.*). In
-//      float, v13 for kernel 2 side
-//      by side along W on rows of 8 to 31 outputs (shorter than v4's): the H200's suite run of the
-//      tree of commit 8e72bbe (results/h200_8e72bbe/, the rule before this one) timed it at 0.0257
-//      ms on 33^3 in ceil mode (rows of 17 outputs, read cell by cell) against v2's 0.0290, and
-//      at 0.0461 on 4^3 (rows of 2) against v2's 0.0402: the split at 8 is a guess between them.
+//      float, v13 for kernel 2 side by side along W on rows of 8 to 31 outputs (shorter than
+//      v4's): the H200's suite run of the tree of commit 8e72bbe (results/h200_8e72bbe/, the rule
+//      before this one) timed it at 0.0257 ms on 33^3 in ceil mode (rows of 17 outputs, read cell
+//      by cell) against v2's 0.0290, and at 0.0461 on 4^3 (rows of 2) against v2's 0.0402: the
+//      split at 8 is a guess between them.
 // elem_bytes: the size of an element (4 for float, 2 for half).
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
