@@ -58,10 +58,11 @@ inline constexpr int kV11Block = 256;
 template <int V>
 inline constexpr int kV11Batch = 16 / V < 2 ? 2 : (16 / V > 8 ? 8 : 16 / V);
 
-template <int V, class T>
-__global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
-                                                                     FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
-                                                                     FastDiv by_kw, FastDiv by_kh) {
+// The kernel's body, shared with fwd v16 (kNanCells: without an index, a NaN's cell is kept in
+// registers, so that only a zero sends the block through the cells again).
+template <int V, class T, bool kNanCells>
+__device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int rows_log2, FastDiv by_groups, FastDiv by_ow,
+                                                 FastDiv by_oh, FastDiv by_od, FastDiv by_kw, FastDiv by_kh) {
   using Pack = tut::ew::Packed<T, V>;
   constexpr int kB = kV11Batch<V>;
   __shared__ Pack s_best[kV11Block];
@@ -86,8 +87,15 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
     // is -inf and never replaces).
     T best[V];
     int cell[V];
+    T nan_v[V];  // v16, value only: the payload of the last NaN so far, where cell[l] >= 0
     const auto scan = [&](bool with_cell) {
       start_channels(w, d0, h0, w0, best, cell);
+      if constexpr (kNanCells) {
+        if (!with_cell) {
+#pragma unroll
+          for (int l = 0; l < V; ++l) cell[l] = -1;
+        }
+      }
       if (!live) return;
       for (int c0 = g; c0 < cells; c0 += kB * R) {
         Pack pk[kB];
@@ -118,6 +126,13 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
           for (int u = 0; u < kB; ++u) v[u] = pk[u].elem[l];
           const T m = max_of(v);
           if (!with_cell) {
+            if constexpr (kNanCells) {
+              if (is_nan(m)) {  // this batch's last NaN: its cell and payload (later batches, later cells)
+                int j;
+                locate(v, m, j, nan_v[l]);
+                cell[l] = c0 + j * R;
+              }
+            }
             best[l] = max_nan(best[l], m);
           } else if (replaces(best[l], m)) {
             int j;
@@ -126,11 +141,18 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
           }
         }
       }
+      if constexpr (kNanCells) {
+        if (!with_cell) {
+#pragma unroll
+          for (int l = 0; l < V; ++l)
+            if (cell[l] >= 0) best[l] = nan_v[l];
+        }
+      }
     };
     const auto unsure = [&]() {
       bool u = false;
 #pragma unroll
-      for (int l = 0; l < V; ++l) u |= bits_unsure(best[l]);
+      for (int l = 0; l < V; ++l) u |= kNanCells ? equal(best[l], T(0.0f)) : bits_unsure(best[l]);
       return u;
     };
 
@@ -149,7 +171,7 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
 #pragma unroll
       for (int l = 0; l < V; ++l) mine.elem[l] = best[l];
       s_best[threadIdx.x] = mine;
-      if (with_cell) {
+      if (with_cell || kNanCells) {
 #pragma unroll
         for (int l = 0; l < V; ++l) s_cell[threadIdx.x * V + l] = cell[l];
       }
@@ -159,10 +181,18 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
       for (int e = static_cast<int>(threadIdx.x); e < Q * V; e += kV11Block) {
         if (base + e / V >= items) break;
         T mb = sb[e];
-        int mc = with_cell ? s_cell[e] : 0;
+        int mc = with_cell || kNanCells ? s_cell[e] : 0;
         for (int gg = 1; gg < R; ++gg) {
           const T v = sb[gg * Q * V + e];
-          if (!with_cell) {
+          if (!with_cell && kNanCells) {  // the NaN of the latest cell, else the maximum (no NaN)
+            const int c = s_cell[gg * Q * V + e];
+            if (c > mc) {
+              mb = v;
+              mc = c;
+            } else if (mc < 0) {
+              mb = max_nan(mb, v);
+            }
+          } else if (!with_cell) {
             mb = max_nan(mb, v);
           } else {
             const int c = s_cell[gg * Q * V + e];
@@ -175,7 +205,7 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
         const std::int64_t o = base * V + e;
         a.y[o] = mb;
         if (!with_cell) {
-          again |= bits_unsure(mb);
+          again |= kNanCells ? (mc < 0) & equal(mb, T(0.0f)) : bits_unsure(mb);
         } else if (w.indices == IndexFormat::int64) {
           const ChannelItem mi = channel_item(base + e / V, groups, narrow, w, by_groups, by_ow, by_oh, by_od);
           a.index[o] = flat_index_of(w, mi.od * w.s[0] - w.p[0], mi.oh * w.s[1] - w.p[1], mi.ow * w.s[2] - w.p[2], mc);
@@ -196,6 +226,20 @@ __global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardAr
   }
 }
 
+template <int V, class T>
+__global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
+                                                                     FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
+                                                                     FastDiv by_kw, FastDiv by_kh) {
+  fwd_columns_body<V, T, false>(a, rows_log2, by_groups, by_ow, by_oh, by_od, by_kw, by_kh);
+}
+
+template <int V, class T>
+__global__ void __launch_bounds__(kV11Block, 4) fwd_v16_nan_cells_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
+                                                                       FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
+                                                                       FastDiv by_kw, FastDiv by_kh) {
+  fwd_columns_body<V, T, true>(a, rows_log2, by_groups, by_ow, by_oh, by_od, by_kw, by_kh);
+}
+
 // ---- host side -----------------------------------------------------------------------------------
 
 template <class T>
@@ -213,9 +257,10 @@ inline int fwd_v11_rows_log2(const Window& w, int V, int batch, int sms) {
   return lg;
 }
 
-template <class T>
-void fwd_v11_columns_max(cudaStream_t s, const ForwardArgs<T>& a) {
-  check_forward(a, "fwd_v11_columns_max");
+// v11's launch, and v16's (kNanCells); the callers check it.
+template <bool kNanCells, class T>
+void fwd_columns_launch(cudaStream_t s, const ForwardArgs<T>& a, const char* name) {
+  check_forward(a, name);
   if (const std::string why = fwd_v11_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   const Window& w = a.w;
   constexpr int kV = 16 / sizeof(T);
@@ -228,12 +273,20 @@ void fwd_v11_columns_max(cudaStream_t s, const ForwardArgs<T>& a) {
     constexpr int kPV = decltype(v)::value;
     const int lg = fwd_v11_rows_log2(w, kPV, kV11Batch<kPV>, sms);
     const std::int64_t per_block = kV11Block >> lg;
-    const unsigned grid = grid_for((items + per_block - 1) / per_block * kV11Block, kV11Block, "fwd_v11_columns_max");
-    fwd_v11_columns_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
+    const unsigned grid = grid_for((items + per_block - 1) / per_block * kV11Block, kV11Block, name);
+    if constexpr (kNanCells)
+      fwd_v16_nan_cells_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
+    else
+      fwd_v11_columns_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
   };
   if (V == kV) go(std::integral_constant<int, kV>{});
   else if (V == kV / 2) go(std::integral_constant<int, kV / 2>{});
   else go(std::integral_constant<int, 1>{});
+}
+
+template <class T>
+void fwd_v11_columns_max(cudaStream_t s, const ForwardArgs<T>& a) {
+  fwd_columns_launch<false>(s, a, "fwd_v11_columns_max");
   TUT_CHECK_LAUNCH("fwd_v11_columns_max");
 }
 
@@ -242,6 +295,22 @@ std::vector<const void*> fwd_v11_kernels() {
   constexpr int kV = 16 / sizeof(T);
   return {TUT_KERNEL(fwd_v11_columns_kernel<kV, T>), TUT_KERNEL(fwd_v11_columns_kernel<kV / 2, T>),
           TUT_KERNEL(fwd_v11_columns_kernel<1, T>)};
+}
+
+// fwd v16_nan_cells: v11 where a value-only batch whose maximum is a NaN notes the cell and payload
+// of its last NaN (locate, on the values still in registers), and the rows meet on the latest such
+// cell; only a zero maximum still sends the block through the cells again.
+template <class T>
+void fwd_v16_nan_cells(cudaStream_t s, const ForwardArgs<T>& a) {
+  fwd_columns_launch<true>(s, a, "fwd_v16_nan_cells");
+  TUT_CHECK_LAUNCH("fwd_v16_nan_cells");
+}
+
+template <class T>
+std::vector<const void*> fwd_v16_kernels() {
+  constexpr int kV = 16 / sizeof(T);
+  return {TUT_KERNEL(fwd_v16_nan_cells_kernel<kV, T>), TUT_KERNEL(fwd_v16_nan_cells_kernel<kV / 2, T>),
+          TUT_KERNEL(fwd_v16_nan_cells_kernel<1, T>)};
 }
 
 }  // namespace ch06
