@@ -77,6 +77,9 @@ PAIRS = [
     # cells, where v11's blocks nearly all scanned their cells a second time.
     ("v16_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v11_columns_max", "v16_nan_cells"]),
     ("v16_k8s8_cl", F, K8S8 + " layout=NDHWC", ["v11_columns_max", "v16_nan_cells"]),
+    # v11 with 4, 8 and 16 rows instead of the rule's 32 (a trial).
+    ("v16_rows_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v11_rows_4", "v11_rows_8", "v11_rows_16"]),
+    ("v16_rows_k8s8_cl", F, K8S8 + " layout=NDHWC", ["v11_rows_4", "v11_rows_8", "v11_rows_16"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

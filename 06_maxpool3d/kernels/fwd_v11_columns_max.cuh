@@ -258,7 +258,7 @@ inline int fwd_v11_rows_log2(const Window& w, int V, int batch, int sms) {
 }
 
 // v11's launch, and v16's (kNanCells); the callers check it.
-template <bool kNanCells, class T>
+template <bool kNanCells, class T, int kRowsLog2 = -1>
 void fwd_columns_launch(cudaStream_t s, const ForwardArgs<T>& a, const char* name) {
   check_forward(a, name);
   if (const std::string why = fwd_v11_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
@@ -271,7 +271,7 @@ void fwd_columns_launch(cudaStream_t s, const ForwardArgs<T>& a, const char* nam
   const FastDiv kw(w.k[2]), kh(w.k[1]);
   const auto go = [&](auto v) {
     constexpr int kPV = decltype(v)::value;
-    const int lg = fwd_v11_rows_log2(w, kPV, kV11Batch<kPV>, sms);
+    const int lg = kRowsLog2 >= 0 ? kRowsLog2 : fwd_v11_rows_log2(w, kPV, kV11Batch<kPV>, sms);
     const std::int64_t per_block = kV11Block >> lg;
     const unsigned grid = grid_for((items + per_block - 1) / per_block * kV11Block, kV11Block, name);
     if constexpr (kNanCells)
@@ -295,6 +295,17 @@ std::vector<const void*> fwd_v11_kernels() {
   constexpr int kV = 16 / sizeof(T);
   return {TUT_KERNEL(fwd_v11_columns_kernel<kV, T>), TUT_KERNEL(fwd_v11_columns_kernel<kV / 2, T>),
           TUT_KERNEL(fwd_v11_columns_kernel<1, T>)};
+}
+
+// Trial: v11 with R = 2^LG rows whatever the rule says, on windows of at least 512 cells.
+template <int LG, class T>
+void fwd_v11_rows(cudaStream_t s, const ForwardArgs<T>& a) {
+  fwd_columns_launch<false, T, LG>(s, a, "fwd_v11_rows");
+  TUT_CHECK_LAUNCH("fwd_v11_rows");
+}
+inline std::string fwd_v11_rows_refuses(const Window& w) {
+  if (w.layout != Layout::ndhwc || w.cells() < 512) return "the rows trial takes NDHWC windows of at least 512 cells";
+  return {};
 }
 
 // fwd v16_nan_cells: v11 where a value-only batch whose maximum is a NaN notes the cell and payload
