@@ -73,13 +73,6 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
-    # fwd v16 (v11 with a NaN's cell kept in registers) against v11 on the two NDHWC windows of 512
-    # cells, where v11's blocks nearly all scanned their cells a second time.
-    ("v16_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v11_columns_max", "v16_nan_cells"]),
-    ("v16_k8s8_cl", F, K8S8 + " layout=NDHWC", ["v11_columns_max", "v16_nan_cells"]),
-    # v11 with 4, 8 and 16 rows instead of the rule's 32 (a trial).
-    ("v16_rows_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v11_rows_4", "v11_rows_8", "v11_rows_16"]),
-    ("v16_rows_k8s8_cl", F, K8S8 + " layout=NDHWC", ["v11_rows_4", "v11_rows_8", "v11_rows_16"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

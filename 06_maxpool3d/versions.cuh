@@ -170,14 +170,6 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      forward_version<T>("v16_nan_cells", "v11 where a NaN's cell and payload stay in registers: without an index only a zero scans the cells again",
-                         &fwd_v16_nan_cells<T>, &fwd_v11_refuses<T>, fwd_v16_kernels<T>()),
-      forward_version<T>("v11_rows_1", "trial: v11 with 1 row", &fwd_v11_rows<0, T>, &fwd_v11_rows_refuses, fwd_v11_kernels<T>()),
-      forward_version<T>("v11_rows_2", "trial: v11 with 2 rows", &fwd_v11_rows<1, T>, &fwd_v11_rows_refuses, fwd_v11_kernels<T>()),
-      forward_version<T>("v11_rows_4", "trial: v11 with 4 rows", &fwd_v11_rows<2, T>, &fwd_v11_rows_refuses, fwd_v11_kernels<T>()),
-      forward_version<T>("v11_rows_8", "trial: v11 with 8 rows", &fwd_v11_rows<3, T>, &fwd_v11_rows_refuses, fwd_v11_kernels<T>()),
-      forward_version<T>("v11_rows_16", "trial: v11 with 16 rows", &fwd_v11_rows<4, T>, &fwd_v11_rows_refuses, fwd_v11_kernels<T>()),
-      forward_version<T>("v11_rows_32", "trial: v11 with 32 rows", &fwd_v11_rows<5, T>, &fwd_v11_rows_refuses, fwd_v11_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
@@ -221,8 +213,6 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      forward_version<T>("v16_nan_cells", "v11 where a NaN's cell and payload stay in registers: without an index only a zero scans the cells again",
-                         &fwd_v16_nan_cells<T>, &fwd_v11_refuses<T>, fwd_v16_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v15 for kernel 2 side by side along W without an index, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

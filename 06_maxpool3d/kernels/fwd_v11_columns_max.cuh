@@ -21,9 +21,10 @@
 //    batch, and the rows meet with `outranks` (v8's argument: any grouping, any order);
 //  - the rows meet in shared memory, each thread's V values in one 16-byte store and read back by
 //    consecutive threads on consecutive words; one row (R = 1) stores from its registers.
-// R is chosen on the host: doubled from 1 while the items leave the device short of two waves of
-// threads and each row keeps two batches of cells (kernel 8 on 8^3: R = 32, 16 cells a thread;
-// kernel 2 on the suite's large volumes: R = 1 or 2).
+// R is chosen on the host: doubled from 1 while the doubled rows each keep a batch of cells and
+// the items times the doubled R still fit one wave of the threads the launch bounds keep resident
+// (4 blocks of 256 a SM; kernel 8 on 8^3: R = 8, 64 cells a thread; kernel 2 on the suite's large
+// volumes: R = 1).
 //
 // Prediction: about 20 instructions per cell (its decode, bounds, address, load and V max.NaN)
 // against v9's 84, and the NDHWC memory-bound suite cases nearer the copy ceiling. SASS: LDG.E.128
@@ -34,16 +35,26 @@
 // third): on the two windows of 512 cells 0.792 and 0.794 of copy against v9's 0.746 and 0.757;
 // 19.6 M warp instructions against v9's 21.95 M, DRAM 73 % busy against 68 to 70 %, 16 % of the
 // cycles at the barrier against 8 %, shared-memory bank conflicts 3.8 K against 206 K. Far from
-// the prediction, and the count does not say why: it holds the second pass too, which with these
-// inputs nearly every block takes (by their construction one value in 427 is a NaN, tut/random.hpp,
-// so a window of 512 cells holds one with probability 0.70). On the windows of 8 and 64 cells v11
-// loses to v7 (0.590 of copy against 0.786 on 33^3 in ceil mode, 0.765 against 0.848 on 4^3 with
-// kernel 4): about 2 % of 8-cell windows hold a NaN, 9 warps in 10 (32 threads x 4 channels) meet
-// one, and the second pass costs more than the compares it saves. The second form, which scanned
+// the prediction. The benchmark's inputs carry no NaN (tut::InstanceOptions: only the tests draw
+// the special values), and on these windows no maximum is a zero, so no block scans twice: its
+// global load requests are one pass's, 262,144 for 134 MB (results/forms/v11_rows.ncu.csv). On the
+// windows of 8 and 64 cells v11 loses to v7 (0.590 of copy against 0.786 on 33^3 in ceil mode,
+// 0.765 against 0.848 on 4^3 with kernel 4); why was not measured. The second form, which scanned
 // with the cells always and never twice, reached 0.726 on the same 33^3 case and 0.857 on
 // 2 x 64 x 32 x 112^2 (v7 0.943), but 0.676 on kernel 8 (v9 0.743); the first, which took the
 // second pass at the block with R = 1 too, 0.42 to 0.49 on kernel 2. Auto takes v11 where it took
 // v9 (NDHWC windows of at least 128 cells). Not run on an H100.
+//
+// The rows. Until commit 2bf6ec9 the rule doubled R while the items times R fell short of two
+// waves of 2048 threads a SM, which gave R = 32 on both windows of 512 cells: 16 cells a thread,
+// then the block's merge at a barrier, about four waves of resident threads. With R fixed
+// at 1 to 32 in one process (results/forms/v11_rows.*, H200): 0.296, 0.519, 0.768, 0.876, 0.834
+// and 0.788 of copy on 8^3, and 0.860 at R = 8 on 2 x 64 x 64^3 against 0.787 at R = 32; with an
+// int64 index 0.829 against 0.585. Nsight Compute: 36.5 us against 39.2. Raced against PyTorch,
+// R = 8 ran 10.59x and 7.06x where the rule's R = 32 ran 9.67x and 6.51x. The rule now aims at one
+// resident wave. A trial, fwd v16_nan_cells (commit c87c970), kept a NaN's cell in registers so
+// that no NaN would send a block through its cells again; with no NaN in the benchmark it only
+// added instructions (22.4 M warp instructions against 19.6 M, 43.5 us against 39.2) and left.
 #pragma once
 
 #include "kernels/fwd_v10_max_first.cuh"  // max_nan, max_of, locate, bits_unsure
@@ -52,17 +63,17 @@
 namespace ch06 {
 
 inline constexpr int kV11Block = 256;
+inline constexpr int kV11BlocksPerSm = 4;  // the launch bounds' minimum
 
 // Loads a thread issues before its first max: 16 values (4 packs of 4 floats, 2 of 8 halves), at
 // least 2 and at most 8 loads.
 template <int V>
 inline constexpr int kV11Batch = 16 / V < 2 ? 2 : (16 / V > 8 ? 8 : 16 / V);
 
-// The kernel's body, shared with fwd v16 (kNanCells: without an index, a NaN's cell is kept in
-// registers, so that only a zero sends the block through the cells again).
-template <int V, class T, bool kNanCells>
-__device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int rows_log2, FastDiv by_groups, FastDiv by_ow,
-                                                 FastDiv by_oh, FastDiv by_od, FastDiv by_kw, FastDiv by_kh) {
+template <int V, class T>
+__global__ void __launch_bounds__(kV11Block, kV11BlocksPerSm) fwd_v11_columns_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
+                                                                     FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
+                                                                     FastDiv by_kw, FastDiv by_kh) {
   using Pack = tut::ew::Packed<T, V>;
   constexpr int kB = kV11Batch<V>;
   __shared__ Pack s_best[kV11Block];
@@ -87,15 +98,8 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
     // is -inf and never replaces).
     T best[V];
     int cell[V];
-    T nan_v[V];  // v16, value only: the payload of the last NaN so far, where cell[l] >= 0
     const auto scan = [&](bool with_cell) {
       start_channels(w, d0, h0, w0, best, cell);
-      if constexpr (kNanCells) {
-        if (!with_cell) {
-#pragma unroll
-          for (int l = 0; l < V; ++l) cell[l] = -1;
-        }
-      }
       if (!live) return;
       for (int c0 = g; c0 < cells; c0 += kB * R) {
         Pack pk[kB];
@@ -126,13 +130,6 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
           for (int u = 0; u < kB; ++u) v[u] = pk[u].elem[l];
           const T m = max_of(v);
           if (!with_cell) {
-            if constexpr (kNanCells) {
-              if (is_nan(m)) {  // this batch's last NaN: its cell and payload (later batches, later cells)
-                int j;
-                locate(v, m, j, nan_v[l]);
-                cell[l] = c0 + j * R;
-              }
-            }
             best[l] = max_nan(best[l], m);
           } else if (replaces(best[l], m)) {
             int j;
@@ -141,18 +138,11 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
           }
         }
       }
-      if constexpr (kNanCells) {
-        if (!with_cell) {
-#pragma unroll
-          for (int l = 0; l < V; ++l)
-            if (cell[l] >= 0) best[l] = nan_v[l];
-        }
-      }
     };
     const auto unsure = [&]() {
       bool u = false;
 #pragma unroll
-      for (int l = 0; l < V; ++l) u |= kNanCells ? equal(best[l], T(0.0f)) : bits_unsure(best[l]);
+      for (int l = 0; l < V; ++l) u |= bits_unsure(best[l]);
       return u;
     };
 
@@ -171,7 +161,7 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
 #pragma unroll
       for (int l = 0; l < V; ++l) mine.elem[l] = best[l];
       s_best[threadIdx.x] = mine;
-      if (with_cell || kNanCells) {
+      if (with_cell) {
 #pragma unroll
         for (int l = 0; l < V; ++l) s_cell[threadIdx.x * V + l] = cell[l];
       }
@@ -181,18 +171,10 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
       for (int e = static_cast<int>(threadIdx.x); e < Q * V; e += kV11Block) {
         if (base + e / V >= items) break;
         T mb = sb[e];
-        int mc = with_cell || kNanCells ? s_cell[e] : 0;
+        int mc = with_cell ? s_cell[e] : 0;
         for (int gg = 1; gg < R; ++gg) {
           const T v = sb[gg * Q * V + e];
-          if (!with_cell && kNanCells) {  // the NaN of the latest cell, else the maximum (no NaN)
-            const int c = s_cell[gg * Q * V + e];
-            if (c > mc) {
-              mb = v;
-              mc = c;
-            } else if (mc < 0) {
-              mb = max_nan(mb, v);
-            }
-          } else if (!with_cell) {
+          if (!with_cell) {
             mb = max_nan(mb, v);
           } else {
             const int c = s_cell[gg * Q * V + e];
@@ -205,7 +187,7 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
         const std::int64_t o = base * V + e;
         a.y[o] = mb;
         if (!with_cell) {
-          again |= kNanCells ? (mc < 0) & equal(mb, T(0.0f)) : bits_unsure(mb);
+          again |= bits_unsure(mb);
         } else if (w.indices == IndexFormat::int64) {
           const ChannelItem mi = channel_item(base + e / V, groups, narrow, w, by_groups, by_ow, by_oh, by_od);
           a.index[o] = flat_index_of(w, mi.od * w.s[0] - w.p[0], mi.oh * w.s[1] - w.p[1], mi.ow * w.s[2] - w.p[2], mc);
@@ -226,20 +208,6 @@ __device__ __forceinline__ void fwd_columns_body(const ForwardArgs<T>& a, int ro
   }
 }
 
-template <int V, class T>
-__global__ void __launch_bounds__(kV11Block, 4) fwd_v11_columns_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
-                                                                     FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
-                                                                     FastDiv by_kw, FastDiv by_kh) {
-  fwd_columns_body<V, T, false>(a, rows_log2, by_groups, by_ow, by_oh, by_od, by_kw, by_kh);
-}
-
-template <int V, class T>
-__global__ void __launch_bounds__(kV11Block, 4) fwd_v16_nan_cells_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
-                                                                       FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
-                                                                       FastDiv by_kw, FastDiv by_kh) {
-  fwd_columns_body<V, T, true>(a, rows_log2, by_groups, by_ow, by_oh, by_od, by_kw, by_kh);
-}
-
 // ---- host side -----------------------------------------------------------------------------------
 
 template <class T>
@@ -248,19 +216,19 @@ std::string fwd_v11_refuses(const Window& w) {
   return {};
 }
 
-// log2 of R: doubled from 1 while R < 32, each row keeps at least a batch of cells, and the items
-// times R fall short of two waves of the device's threads.
+// log2 of R: doubled from 1 while R < 32, the doubled rows each keep at least a batch of cells, and
+// the items times the doubled R fit one wave of the threads the launch bounds keep resident.
 inline int fwd_v11_rows_log2(const Window& w, int V, int batch, int sms) {
-  const std::int64_t items = w.N * w.out_plane() * (w.C / V), want = 2LL * sms * 2048;
+  const std::int64_t items = w.N * w.out_plane() * (w.C / V),
+                     wave = static_cast<std::int64_t>(sms) * kV11BlocksPerSm * kV11Block;
   int lg = 0;
-  while (lg < 5 && w.cells() >= (2 << lg) * batch && items * (1 << lg) < want) ++lg;
+  while (lg < 5 && w.cells() >= (2 << lg) * batch && items * (2 << lg) <= wave) ++lg;
   return lg;
 }
 
-// v11's launch, and v16's (kNanCells); the callers check it.
-template <bool kNanCells, class T, int kRowsLog2 = -1>
-void fwd_columns_launch(cudaStream_t s, const ForwardArgs<T>& a, const char* name) {
-  check_forward(a, name);
+template <class T>
+void fwd_v11_columns_max(cudaStream_t s, const ForwardArgs<T>& a) {
+  check_forward(a, "fwd_v11_columns_max");
   if (const std::string why = fwd_v11_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
   const Window& w = a.w;
   constexpr int kV = 16 / sizeof(T);
@@ -271,22 +239,14 @@ void fwd_columns_launch(cudaStream_t s, const ForwardArgs<T>& a, const char* nam
   const FastDiv kw(w.k[2]), kh(w.k[1]);
   const auto go = [&](auto v) {
     constexpr int kPV = decltype(v)::value;
-    const int lg = kRowsLog2 >= 0 ? kRowsLog2 : fwd_v11_rows_log2(w, kPV, kV11Batch<kPV>, sms);
+    const int lg = fwd_v11_rows_log2(w, kPV, kV11Batch<kPV>, sms);
     const std::int64_t per_block = kV11Block >> lg;
-    const unsigned grid = grid_for((items + per_block - 1) / per_block * kV11Block, kV11Block, name);
-    if constexpr (kNanCells)
-      fwd_v16_nan_cells_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-    else
-      fwd_v11_columns_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
+    const unsigned grid = grid_for((items + per_block - 1) / per_block * kV11Block, kV11Block, "fwd_v11_columns_max");
+    fwd_v11_columns_kernel<kPV, T><<<grid, kV11Block, 0, s>>>(a, lg, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
   };
   if (V == kV) go(std::integral_constant<int, kV>{});
   else if (V == kV / 2) go(std::integral_constant<int, kV / 2>{});
   else go(std::integral_constant<int, 1>{});
-}
-
-template <class T>
-void fwd_v11_columns_max(cudaStream_t s, const ForwardArgs<T>& a) {
-  fwd_columns_launch<false>(s, a, "fwd_v11_columns_max");
   TUT_CHECK_LAUNCH("fwd_v11_columns_max");
 }
 
@@ -295,33 +255,6 @@ std::vector<const void*> fwd_v11_kernels() {
   constexpr int kV = 16 / sizeof(T);
   return {TUT_KERNEL(fwd_v11_columns_kernel<kV, T>), TUT_KERNEL(fwd_v11_columns_kernel<kV / 2, T>),
           TUT_KERNEL(fwd_v11_columns_kernel<1, T>)};
-}
-
-// Trial: v11 with R = 2^LG rows whatever the rule says, on windows of at least 512 cells.
-template <int LG, class T>
-void fwd_v11_rows(cudaStream_t s, const ForwardArgs<T>& a) {
-  fwd_columns_launch<false, T, LG>(s, a, "fwd_v11_rows");
-  TUT_CHECK_LAUNCH("fwd_v11_rows");
-}
-inline std::string fwd_v11_rows_refuses(const Window& w) {
-  if (w.layout != Layout::ndhwc || w.cells() < 512) return "the rows trial takes NDHWC windows of at least 512 cells";
-  return {};
-}
-
-// fwd v16_nan_cells: v11 where a value-only batch whose maximum is a NaN notes the cell and payload
-// of its last NaN (locate, on the values still in registers), and the rows meet on the latest such
-// cell; only a zero maximum still sends the block through the cells again.
-template <class T>
-void fwd_v16_nan_cells(cudaStream_t s, const ForwardArgs<T>& a) {
-  fwd_columns_launch<true>(s, a, "fwd_v16_nan_cells");
-  TUT_CHECK_LAUNCH("fwd_v16_nan_cells");
-}
-
-template <class T>
-std::vector<const void*> fwd_v16_kernels() {
-  constexpr int kV = 16 / sizeof(T);
-  return {TUT_KERNEL(fwd_v16_nan_cells_kernel<kV, T>), TUT_KERNEL(fwd_v16_nan_cells_kernel<kV / 2, T>),
-          TUT_KERNEL(fwd_v16_nan_cells_kernel<1, T>)};
 }
 
 }  // namespace ch06

@@ -270,7 +270,7 @@ TEST_SUITE("gpu") {
     tut::check_cases(only(ch06::forward_f16_problem(), {"v10_max_first"}), cases);
   }
 
-  TEST_CASE("fwd v11 and v16 against the reference: NDHWC windows of 1 to 512 cells over rows of 1 to 32 threads, padded, ceil_mode, dilated, packs of 4, 2 and 1 values, each format, float and half" *
+  TEST_CASE("fwd v11 against the reference: NDHWC windows of 1 to 512 cells over rows of 1 to 32 threads, padded, ceil_mode, dilated, packs of 4, 2 and 1 values, each format, float and half" *
             tut::needs_gpu()) {
     // The whole numbers in [-8, 8] with NaN, +-0 and +-inf put zeros and NaNs in many windows, so
     // the value-only scan's second pass with the cells runs on most blocks of rows.
@@ -287,16 +287,16 @@ TEST_SUITE("gpu") {
         s.indices = idx;
         cases.push_back(ch06::make_pool_case(s, false));
       }
-    tut::check_cases(only(ch06::forward_f32_problem(), {"v11_columns_max", "v16_nan_cells"}), cases);
-    tut::check_cases(only(ch06::forward_f16_problem(), {"v11_columns_max", "v16_nan_cells"}), cases);
+    tut::check_cases(only(ch06::forward_f32_problem(), {"v11_columns_max"}), cases);
+    tut::check_cases(only(ch06::forward_f16_problem(), {"v11_columns_max"}), cases);
   }
 
   // The inputs above hold one NaN, the canonical one, and zeros drawn as +0 mostly: a rung that took
   // the first NaN instead of the last, or the maximum's zero instead of the first one's sign, could
   // still pass them. Here each window of 512 (rows of 32 threads), 64 and 27 cells holds NaNs of
-  // three payloads, both signs, and zeros of both signs; v11 and v16 without an index must return
-  // the reference's element bit for bit: the last NaN, else the first of the equal maxima.
-  TEST_CASE("fwd v11 and v16 without an index: of several NaNs the last one's payload, of equal zeros the first one's sign, float and half" *
+  // three payloads, both signs, and zeros of both signs; v11 without an index must return the
+  // reference's element bit for bit: the last NaN, else the first of the equal maxima.
+  TEST_CASE("fwd v11 without an index: of several NaNs the last one's payload, of equal zeros the first one's sign, float and half" *
             tut::needs_gpu()) {
     const auto run = [](auto zero, std::vector<std::uint16_t> nan_bits16, std::vector<std::uint32_t> nan_bits32) {
       using T = decltype(zero);
@@ -308,7 +308,6 @@ TEST_SUITE("gpu") {
         const ch06::Window w = ch06::window_of_case(ch06::make_pool_case(s, false));
         const tut::Random rng(20261130);
         std::vector<T> x(static_cast<std::size_t>(w.in_numel()));
-        int nan_windows = 0, zero_windows = 0;
         for (std::size_t i = 0; i < x.size(); ++i) {
           const std::uint64_t u = rng.bits(i);
           // Per batch image n: NaN odds from 1 in 6 to 1 in 600, and image 1 without a positive value.
@@ -329,35 +328,30 @@ TEST_SUITE("gpu") {
           }
         }
         tut::DeviceBuffer<T> dx(x), dy(static_cast<std::size_t>(w.out_numel()));
-        for (const char* name : {"v11_columns_max", "v16_nan_cells"}) {
-          ch06::ForwardArgs<T> a;
-          a.w = w;
-          a.x = dx.data();
-          a.y = dy.data();
-          dy.poison();
-          if (std::string(name) == "v11_columns_max") ch06::fwd_v11_columns_max<T>(nullptr, a);
-          else ch06::fwd_v16_nan_cells<T>(nullptr, a);
-          TUT_CUDA(cudaDeviceSynchronize());
-          const std::vector<T> y = dy.to_host();
-          int wrong = 0;
-          nan_windows = zero_windows = 0;
-          for (std::int64_t o = 0; o < w.out_numel(); ++o) {
-            const ch06::OutPos q = ch06::out_pos(w, o);
-            const ch06::Best b = ch06::window_max(w, q.n, q.c, q.od, q.oh, q.ow, [&](std::int64_t e) {
-              return ch06::as_float(x[static_cast<std::size_t>(e)]);
-            });
-            const T want = x[static_cast<std::size_t>(
-                ch06::in_element(w, q.n, q.c, w.flat_index(q.od, q.oh, q.ow, b.cell)))];
-            nan_windows += std::isnan(b.value);
-            zero_windows += b.value == 0.0f;
-            wrong += std::memcmp(&want, &y[static_cast<std::size_t>(o)], sizeof(T)) != 0;
-          }
-          INFO(name, " ", sizeof(T) == 4 ? "float" : "half", " kernel ", w.k[0], ": ", nan_windows,
-               " windows won by a NaN, ", zero_windows, " by a zero");
-          CHECK(wrong == 0);
-          CHECK(nan_windows > 0);
-          CHECK(zero_windows > 0);
+        ch06::ForwardArgs<T> a;
+        a.w = w;
+        a.x = dx.data();
+        a.y = dy.data();
+        dy.poison();
+        ch06::fwd_v11_columns_max<T>(nullptr, a);
+        TUT_CUDA(cudaDeviceSynchronize());
+        const std::vector<T> y = dy.to_host();
+        int wrong = 0, nan_windows = 0, zero_windows = 0;
+        for (std::int64_t o = 0; o < w.out_numel(); ++o) {
+          const ch06::OutPos q = ch06::out_pos(w, o);
+          const ch06::Best b = ch06::window_max(w, q.n, q.c, q.od, q.oh, q.ow, [&](std::int64_t e) {
+            return ch06::as_float(x[static_cast<std::size_t>(e)]);
+          });
+          const T want = x[static_cast<std::size_t>(ch06::in_element(w, q.n, q.c, w.flat_index(q.od, q.oh, q.ow, b.cell)))];
+          nan_windows += std::isnan(b.value);
+          zero_windows += b.value == 0.0f;
+          wrong += std::memcmp(&want, &y[static_cast<std::size_t>(o)], sizeof(T)) != 0;
         }
+        INFO((sizeof(T) == 4 ? "float" : "half"), " kernel ", w.k[0], ": ", nan_windows, " windows won by a NaN, ",
+             zero_windows, " by a zero");
+        CHECK(wrong == 0);
+        CHECK(nan_windows > 0);
+        CHECK(zero_windows > 0);
       }
     };
     run(0.0f, {}, {0x7fc00001u, 0xffc00002u, 0x7fc00003u});

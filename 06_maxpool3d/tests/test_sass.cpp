@@ -284,20 +284,16 @@ TEST_CASE("fwd v10 takes the maximum with FMNMX.NAN, in 16-byte pieces" * doctes
   CHECK(spills(runs) == 0);
 }
 
-TEST_CASE("fwd v11 and v16 take NDHWC windows with FMNMX.NAN, in 16-byte packs, their rows merged through shared memory" *
+TEST_CASE("fwd v11 takes NDHWC windows with FMNMX.NAN, in 16-byte packs, its rows merged through shared memory" *
           doctest::skip(kNoCuobjdump)) {
   // 4 packs of 4 floats a batch, each channel's maximum a tree of 3: 12 per batch; the rows' merge
   // is one 16-byte store per thread.
-  // v16 is the same body with a NaN's cell kept: the same loads, maxima and merge.
-  for (const char* name : {"fwd_v11_columns_kernel<4, float>", "fwd_v16_nan_cells_kernel<4, float>"}) {
-    const auto& k = kernel(name);
-    INFO(name);
-    CHECK(tut::count_memory_ops(k, "LDG", 128) >= 4);
-    CHECK(tut::count_opcode(k, "FMNMX.NAN") >= 12);
-    CHECK(tut::count_memory_ops(k, "STS", 128) >= 1);
-    CHECK(tut::count_opcode(k, "BAR") >= 2);
-    CHECK(spills(k) == 0);
-  }
+  const auto& k = kernel("fwd_v11_columns_kernel<4, float>");
+  CHECK(tut::count_memory_ops(k, "LDG", 128) >= 4);
+  CHECK(tut::count_opcode(k, "FMNMX.NAN") >= 12);
+  CHECK(tut::count_memory_ops(k, "STS", 128) >= 1);
+  CHECK(tut::count_opcode(k, "BAR") >= 2);
+  CHECK(spills(k) == 0);
 }
 
 TEST_CASE("v10 stores 16 bytes per chunk without atomics; v11 gathers and v12 adds without them" *
