@@ -54,8 +54,9 @@ inline double window_overlap(const Window& w) {
 //      results/forms/v10_first.json; v9 had reached 0.849 on the first on the H100); v11 in
 //      NDHWC with more than one channel from 128 cells (v9's columns with the maximum first: on
 //      the H200 0.792 and 0.794 of copy on kernel 8, 512 cells, against v9's 0.746 and 0.757 in
-//      the same run, results/forms/v11_third.json; v9 had taken them from v7's 0.375 and 0.374
-//      and v8's 0.671 and 0.683 on the H100, results/forms/fwd_r6.json); NDHWC
+//      the same run, results/forms/v11_third.json; with its rows cut to one resident wave, 8
+//      instead of 32, 0.876 and 0.860, results/forms/v11_rows.json; v9 had taken them from v7's
+//      0.375 and 0.374 and v8's 0.671 and 0.683 on the H100, results/forms/fwd_r6.json); NDHWC
 //      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
 //      before its first compare (0.903 on 4^3 with kernel 4, 64 cells, against v9's 0.817, same
 //      file; no suite case lies between 64 and 512 cells, so the split at 128 is not measured:

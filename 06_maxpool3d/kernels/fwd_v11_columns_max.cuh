@@ -71,9 +71,9 @@ template <int V>
 inline constexpr int kV11Batch = 16 / V < 2 ? 2 : (16 / V > 8 ? 8 : 16 / V);
 
 template <int V, class T>
-__global__ void __launch_bounds__(kV11Block, kV11BlocksPerSm) fwd_v11_columns_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups,
-                                                                     FastDiv by_ow, FastDiv by_oh, FastDiv by_od,
-                                                                     FastDiv by_kw, FastDiv by_kh) {
+__global__ void __launch_bounds__(kV11Block, kV11BlocksPerSm)
+    fwd_v11_columns_kernel(ForwardArgs<T> a, int rows_log2, FastDiv by_groups, FastDiv by_ow, FastDiv by_oh,
+                           FastDiv by_od, FastDiv by_kw, FastDiv by_kh) {
   using Pack = tut::ew::Packed<T, V>;
   constexpr int kB = kV11Batch<V>;
   __shared__ Pack s_best[kV11Block];
