@@ -170,11 +170,6 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      forward_version<T>("v7_items_1", "trial: v7's disjoint kernel, 1 item a thread", &fwd_v7_items<1, 1, T>, &fwd_v7_items_refuses, {}),
-      forward_version<T>("v7_items_2", "trial: 2 items a thread", &fwd_v7_items<2, 1, T>, &fwd_v7_items_refuses, {}),
-      forward_version<T>("v7_items_2_min3", "trial: 2 items a thread, 3 blocks an SM", &fwd_v7_items<2, 3, T>, &fwd_v7_items_refuses, {}),
-      forward_version<T>("v7_items_2_min4", "trial: 2 items a thread, 4 blocks an SM", &fwd_v7_items<2, 4, T>, &fwd_v7_items_refuses, {}),
-      forward_version<T>("v7_items_4_min2", "trial: 4 items a thread, 2 blocks an SM", &fwd_v7_items<4, 2, T>, &fwd_v7_items_refuses, {}),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

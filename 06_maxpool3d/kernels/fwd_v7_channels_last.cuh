@@ -154,73 +154,6 @@ __global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, 
   }
 }
 
-// Trial: fwd_v7_disjoint_kernel with kI items a thread (o, o + S, ..., S the grid's threads), each
-// batch's loads of all kI items issued before the first compare, the cell decode shared.
-template <int V, class T, int kI, int kMinBlocks>
-__global__ void __launch_bounds__(256, kMinBlocks) fwd_v7_items_kernel(ForwardArgs<T> a, FastDiv by_groups, FastDiv by_ow,
-                                                           FastDiv by_oh, FastDiv by_od, FastDiv by_kw, FastDiv by_kh) {
-  using Pack = tut::ew::Packed<T, V>;
-  constexpr int kB = kV7Batch<V, T>;
-  const Window& w = a.w;
-  const std::int64_t groups = w.C / V, total = w.N * w.out_plane() * groups;
-  const bool narrow = total <= kMaxInt32;
-  const int cells = w.cells();
-  const std::int64_t S = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t o0 = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; o0 < total; o0 += kI * S) {
-    bool live[kI];
-    int d0[kI], h0[kI], w0[kI];
-    const T* x[kI];
-    T best[kI][V];
-    int cell[kI][V];
-#pragma unroll
-    for (int i = 0; i < kI; ++i) {
-      const std::int64_t o = o0 + i * S;
-      live[i] = o < total;
-      const ChannelItem it = channel_item(live[i] ? o : o0, groups, narrow, w, by_groups, by_ow, by_oh, by_od);
-      d0[i] = it.od * w.s[0] - w.p[0];
-      h0[i] = it.oh * w.s[1] - w.p[1];
-      w0[i] = it.ow * w.s[2] - w.p[2];
-      start_channels(w, d0[i], h0[i], w0[i], best[i], cell[i]);
-      x[i] = a.x + it.n * w.in_plane() * w.C + it.g * V;
-    }
-    for (int c0 = 0; c0 < cells; c0 += kB) {
-      Pack v[kI][kB];
-      bool in[kI][kB];
-#pragma unroll
-      for (int u = 0; u < kB; ++u) {
-        const int c = c0 + u;
-        const std::uint32_t t = by_kw.div(static_cast<std::uint32_t>(c));
-        const int jw = c - static_cast<int>(t) * w.k[2];
-        const int jd = static_cast<int>(by_kh.div(t)), jh = static_cast<int>(t) - jd * w.k[1];
-#pragma unroll
-        for (int i = 0; i < kI; ++i) {
-          const int d = d0[i] + jd * w.dil[0], h = h0[i] + jh * w.dil[1], xw = w0[i] + jw * w.dil[2];
-          in[i][u] = live[i] && c < cells && static_cast<unsigned>(d) < static_cast<unsigned>(w.D) &&
-                     static_cast<unsigned>(h) < static_cast<unsigned>(w.H) &&
-                     static_cast<unsigned>(xw) < static_cast<unsigned>(w.W);
-          if (in[i][u]) v[i][u] = *reinterpret_cast<const Pack*>(x[i] + ((static_cast<std::int64_t>(d) * w.H + h) * w.W + xw) * w.C);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kI; ++i)
-#pragma unroll
-        for (int u = 0; u < kB; ++u) {
-          if (!in[i][u]) continue;
-#pragma unroll
-          for (int l = 0; l < V; ++l) {
-            if (replaces(best[i][l], v[i][u].elem[l])) {
-              best[i][l] = v[i][u].elem[l];
-              cell[i][l] = c0 + u;
-            }
-          }
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < kI; ++i)
-      if (live[i]) store_channels<V>(a, (o0 + i * S) * V, best[i], cell[i], d0[i], h0[i], w0[i]);
-  }
-}
-
 // Narrow cells (fwd_v7_row_pieces_kernel): where a cell's C channels take less than 16 bytes (C = 2
 // floats: 8 bytes), a pack of one cell's channels is narrow, and so is every load. But along W the
 // cells of a window row sit next to each other, kW x C elements in a run. When that run, the
@@ -353,26 +286,6 @@ void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
   else if (V == kV / 2) fwd_v7_channels_last_kernel<kV / 2, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   else fwd_v7_channels_last_kernel<1, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   TUT_CHECK_LAUNCH("fwd_v7_channels_last_kernel");
-}
-
-// Trial: v7's disjoint kernel with kI items a thread, for windows that do not overlap.
-template <int kI, int kMinBlocks, class T>
-void fwd_v7_items(cudaStream_t s, const ForwardArgs<T>& a) {
-  check_forward(a, "fwd_v7_items");
-  if (a.w.layout != Layout::ndhwc || !windows_disjoint(a.w)) throw tut::Unsupported("the items trial takes NDHWC windows that do not overlap");
-  constexpr int kBlock = 256, kV = 16 / sizeof(T);
-  const int V = fwd_v7_pack(a);
-  const std::int64_t groups = a.w.C / V, total = a.w.N * a.w.out_plane() * groups;
-  const ChannelDivs cd = channel_divs(a.w, groups, total <= kMaxInt32);
-  const unsigned grid = grid_for((total + kI - 1) / kI, kBlock, "fwd_v7_items");
-  const FastDiv kw(a.w.k[2]), kh(a.w.k[1]);
-  if (V == kV) fwd_v7_items_kernel<kV, T, kI, kMinBlocks><<<grid, kBlock, 0, s>>>(a, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-  else if (V == kV / 2) fwd_v7_items_kernel<kV / 2, T, kI, kMinBlocks><<<grid, kBlock, 0, s>>>(a, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-  else fwd_v7_items_kernel<1, T, kI, kMinBlocks><<<grid, kBlock, 0, s>>>(a, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-  TUT_CHECK_LAUNCH("fwd_v7_items_kernel");
-}
-inline std::string fwd_v7_items_refuses(const Window& w) {
-  return w.layout == Layout::ndhwc && windows_disjoint(w) ? "" : "the items trial takes NDHWC windows that do not overlap";
 }
 
 template <class T>
