@@ -118,7 +118,7 @@ __device__ __forceinline__ void find_cell(const T* x, const Window& w, int d0, i
 }
 
 template <int KW, class T, bool Wide>
-__device__ __forceinline__ void fwd_v15_body(const ForwardArgs<T>& a, const RowPieces& pd, bool packed_y) {
+__global__ void __launch_bounds__(kPackBlock) fwd_v15_packs_max_first_kernel(ForwardArgs<T> a, RowPieces pd, bool packed_y) {
   constexpr int P = kOutputPack<KW, T>, N = P * KW;  // outputs a thread; cells of a row of them
   using Lane = typename MaxLane<T>::type;
   constexpr int C = MaxLane<T>::cells, L = N / C;  // cells a lane; lanes a row
@@ -217,17 +217,6 @@ __device__ __forceinline__ void fwd_v15_body(const ForwardArgs<T>& a, const RowP
   }
 }
 
-template <int KW, class T, bool Wide>
-__global__ void __launch_bounds__(kPackBlock) fwd_v15_packs_max_first_kernel(ForwardArgs<T> a, RowPieces pd, bool packed_y) {
-  fwd_v15_body<KW, T, Wide>(a, pd, packed_y);
-}
-
-// Trial: v15 with kMinBlocks blocks of 256 asked of each SM (the registers capped to fit them).
-template <int KW, class T, bool Wide, int kMinBlocks>
-__global__ void __launch_bounds__(kPackBlock, kMinBlocks) fwd_v15_min_kernel(ForwardArgs<T> a, RowPieces pd, bool packed_y) {
-  fwd_v15_body<KW, T, Wide>(a, pd, packed_y);
-}
-
 template <class T>
 std::string fwd_v15_refuses(const Window& w) {
   return pack_rows_refuse<T>(w, "fwd_v15_packs_max_first");
@@ -243,17 +232,6 @@ void fwd_v15_packs_max_first(cudaStream_t s, const ForwardArgs<T>& a) {
     fwd_v15_packs_max_first_kernel<decltype(kw)::value, T, decltype(wide)::value><<<grid, kPackBlock, 0, s>>>(a, pd, packed_y);
   });
   TUT_CHECK_LAUNCH("fwd_v15_packs_max_first_kernel");
-}
-
-template <int kMinBlocks, class T>
-void fwd_v15_min(cudaStream_t s, const ForwardArgs<T>& a) {
-  launch_packs<T>(a, "fwd_v15_min", [&](auto kw, auto wide, const RowPieces& pd, unsigned grid) {
-    constexpr int P = kOutputPack<decltype(kw)::value, T>;
-    const bool packed_y = a.w.indices == IndexFormat::none && a.w.oW % P == 0 &&
-                          reinterpret_cast<std::uintptr_t>(a.y) % (P * sizeof(T)) == 0;
-    fwd_v15_min_kernel<decltype(kw)::value, T, decltype(wide)::value, kMinBlocks><<<grid, kPackBlock, 0, s>>>(a, pd, packed_y);
-  });
-  TUT_CHECK_LAUNCH("fwd_v15_min_kernel");
 }
 
 template <class T>
