@@ -260,9 +260,9 @@ void bwd_v21_resident(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   const std::int64_t limit = res_smem_limit<bwd_v21_kernel<T, kAdd>>();
   const bool aligned = aligned16(a.dy) && aligned16(a.x) && aligned16(a.dx) && (!kAdd || aligned16(a.dr));
   ResPlan plan;
-  if (a.s.layout == Layout::nhwc && a.s.C <= kResMaxC && aligned) plan = res_plan(a.s, device_limits().sm_count);
+  const bool applies = res_applies(a.s, aligned, plan);
   const std::int64_t bytes = bwd_res_bytes<T>(plan);
-  if (plan.n == 0 || limit < 0 || bytes > limit) return bwd_v20_async_pass<T, kAdd>(st, a, ws);
+  if (!applies || limit < 0 || bytes > limit) return bwd_v20_async_pass<T, kAdd>(st, a, ws);
   const void* kernel = bwd_v21_kernel<T, kAdd>();
   const std::size_t dyn = static_cast<std::size_t>(bytes);
   res_check_fits(kernel, dyn, "bwd_v21_resident");

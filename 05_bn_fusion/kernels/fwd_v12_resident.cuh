@@ -407,14 +407,19 @@ std::int64_t res_smem_limit() {
   return cache[dev & 63];
 }
 
-// Whether x can be held: NHWC, C <= 64, the operands 16-byte aligned, a chunk within `limit`
-// (res_smem_limit); `plan` is set when the layout and alignment allow.
+// Where a resident version applies at all, forward or backward: NHWC, C <= 64, and its operands
+// 16-byte aligned (`aligned`, the caller's). Sets `plan` there; elsewhere returns false.
+inline bool res_applies(const Shape4& s, bool aligned, ResPlan& plan) {
+  if (s.layout != Layout::nhwc || s.C > kResMaxC || !aligned) return false;
+  plan = res_plan(s, device_limits().sm_count);
+  return true;
+}
+
+// Whether x can be held: res_applies, and a chunk within `limit` (res_smem_limit).
 template <class T, bool kAdd>
 bool resident_fits(const FwdArgs<T>& a, ResPlan& plan, std::int64_t limit) {
-  if (a.s.layout != Layout::nhwc || a.s.C > kResMaxC) return false;
-  if (!aligned16(a.x) || !aligned16(a.y) || (kAdd && !aligned16(a.r))) return false;
-  plan = res_plan(a.s, device_limits().sm_count);
-  return limit >= 0 && plan.chunk * static_cast<std::int64_t>(sizeof(T)) <= limit;
+  const bool aligned = aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
+  return res_applies(a.s, aligned, plan) && limit >= 0 && plan.chunk * static_cast<std::int64_t>(sizeof(T)) <= limit;
 }
 
 // Throws where a block with `dyn` bytes of dynamic shared memory cannot be resident.
