@@ -73,6 +73,10 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
+    # half in NDHWC: v7 (the per-channel rule cell by cell) against v11 (the maximum first, packed)
+    ("ndhwc_v11_stem_f16", "maxpool3d_f16", STEM + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
+    ("ndhwc_v11_halve_f16", "maxpool3d_f16", HALVE + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
+    ("ndhwc_v11_stem_f32", F, STEM + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
     # fwd v11 (v10's maximum first on NDHWC columns) against the versions auto took on the NDHWC
     # memory-bound cases the H200 left under 0.85 of copy.
     ("v11_k8on8_cl", F, K8ON8 + " layout=NDHWC", ["v9_run_reduce", "v11_columns_max"]),

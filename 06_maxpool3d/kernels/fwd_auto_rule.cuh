@@ -52,15 +52,18 @@ inline double window_overlap(const Window& w) {
 //      whole sectors with the maximum taken first (on the H200, 0.891 and 0.856 of copy on 8^3
 //      with kernel 8 and 4^3 with kernel 4, against v9's 0.623 and 0.696 in the same run,
 //      results/forms/v10_first.json; v9 had reached 0.849 on the first on the H100); v11 in
-//      NDHWC with more than one channel from 128 cells (v9's columns with the maximum first: on
-//      the H200 0.792 and 0.794 of copy on kernel 8, 512 cells, against v9's 0.746 and 0.757 in
-//      the same run, results/forms/v11_third.json; with its rows cut to one resident wave, 8
-//      instead of 32, 0.876 and 0.860, results/forms/v11_rows.json; v9 had taken them from v7's
-//      0.375 and 0.374 and v8's 0.671 and 0.683 on the H100, results/forms/fwd_r6.json); NDHWC
-//      windows of 64 to 127 cells take v7, whose disjoint-window kernel issues a window's loads
-//      before its first compare (0.903 on 4^3 with kernel 4, 64 cells, against v9's 0.817, same
-//      file; no suite case lies between 64 and 512 cells, so the split at 128 is not measured:
-//      it moves only the case that was); other NCDHW windows, where a row of outputs spans at
+//      NDHWC with more than one channel, v9's columns with the maximum first (on the H200 0.792
+//      and 0.794 of copy on kernel 8, 512 cells, against v9's 0.746 and 0.757 in the same run,
+//      results/forms/v11_third.json; with its rows cut to one resident wave, 8 instead of 32,
+//      0.876 and 0.860, results/forms/v11_rows.json; v9 had taken them from v7's 0.375 and 0.374
+//      and v8's 0.671 and 0.683 on the H100, results/forms/fwd_r6.json). Until commit fcdd179
+//      windows of 64 to 127 cells took v7 (0.903 of copy on 4^3 with kernel 4, against v9's
+//      0.817, same file), a split at 128 that no case measured. Swept on the H200, v11's rows at
+//      one wave, each window in one process (results/forms/ndhwc_split.*), v11 against v7 on
+//      windows of 64, 64, 96, 125 and 128 cells: 0.847 against 0.843 of copy (1024 x 512 x 4^3),
+//      0.708 against 0.637 (8 x 64 x 32^3), 0.782 against 0.696, 0.830 against 0.720, 0.807
+//      against 0.708; on 216 to 512 cells 0.807 to 0.874 against 0.271 to 0.506. So v11 from 64
+//      cells; other NCDHW windows, where a row of outputs spans at
 //      least 128 bytes of input: in float v14, a window's rows split over lanes that read
 //      neighbouring outputs' rows as consecutive 16-byte pieces, where it takes the window (on the
 //      H200, 2 x 64 x 64^3 with kernel 8: 0.0377 ms against v4's 0.0389 in one process, and 3.115x
@@ -82,7 +85,17 @@ inline double window_overlap(const Window& w) {
 //      c. very large windows in NDHWC (>= 256 cells);
 //      d. dilated windows in NCDHW, which only v0's generic loop reads otherwise;
 //   3. NDHWC with one channel is NCDHW in memory: v2;
-//   4. other NDHWC: v7;
+//   4. other NDHWC: in half, windows of at least kV11HalfMinCells cells: v11, whose maximum of a
+//      batch of cells is one packed max.NaN per two channels where v7 applies the rule value by
+//      value. Swept on the H200, each window in one process (results/forms/ndhwc_split.*): v11
+//      against v7 0.0593 against 0.0701 ms on kernel 3 stride 2 (27 cells), 0.0530 against
+//      0.0560 on (2, 3, 4) (24 cells), 0.1133 against 0.1383 on kernel 3 dilated 2, 0.0321
+//      against 0.0513 on kernel 4 (64 cells, rule 1 since), but 0.0419 against 0.0286 on
+//      (1, 3, 3) (9 cells) and 1.11 to 1.18 times v7's time on the five windows of kernel 2
+//      (8 cells). Nsight Compute on the first (same files): 32.8 M
+//      warp instructions against v7's 37.7 M, where in float v11 issues 45.0 M against v7's 38.5 M
+//      and loses (0.0679 against 0.0661 ms in the suite). The split at 16 is a guess between 9
+//      and 24 cells; a plane past 32-bit offsets keeps v7, as above. Else v7;
 //   5. other NCDHW: windows that do not overlap, in float, with rows of at least 32 outputs (v4's
 //      block then gives each warp one row's neighbouring outputs): v4. The rule took v5 (the
 //      source's (W, H, D) bricks) until the H200's suite. On the six suite cases with such rows
@@ -107,12 +120,15 @@ inline double window_overlap(const Window& w) {
 //      before this one) timed it at 0.0257 ms on 33^3 in ceil mode (rows of 17 outputs, read cell
 //      by cell) against v2's 0.0290, and at 0.0461 on 4^3 (rows of 2) against v2's 0.0402: the
 //      split at 8 is a guess between them.
+// Half windows in NDHWC from this many cells take v11 instead of v7 (rule 4).
+inline constexpr std::int64_t kV11HalfMinCells = 16;
+
 // elem_bytes: the size of an element (4 for float, 2 for half).
 inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
   const bool cl = w.layout == Layout::ndhwc, big = w.cells() >= 64, fits = w.cells() <= kMaxSeparableCells;
   if (big && !w.dilated() && windows_disjoint(w)) {
     if (plane_fits_32_bits(w) && !cl && window_is_one_run(w)) return AutoPick::v10_max_first;
-    if (plane_fits_32_bits(w) && cl && w.C > 1 && w.cells() >= 128) return AutoPick::v11_columns_max;
+    if (plane_fits_32_bits(w) && cl && w.C > 1) return AutoPick::v11_columns_max;
     if (cl && w.C > 1) return w.cells() < 512 ? AutoPick::v7_channels_last : AutoPick::v8_wide_loads;
     const bool wide_rows = static_cast<std::int64_t>(w.oW) * w.s[2] * elem_bytes >= 128;
     if (!cl && wide_rows && elem_bytes == 4 && fwd_v14_refuses<float>(w).empty()) return AutoPick::v14_row_lanes;
@@ -123,7 +139,9 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
                (!cl && w.dilated())))
     return AutoPick::v6_separable;
   const bool ncdhw_in_memory = !cl || w.C == 1;
-  if (!ncdhw_in_memory) return AutoPick::v7_channels_last;
+  if (!ncdhw_in_memory)
+    return elem_bytes == 2 && w.cells() >= kV11HalfMinCells && plane_fits_32_bits(w) ? AutoPick::v11_columns_max
+                                                                                       : AutoPick::v7_channels_last;
   if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.indices == IndexFormat::none && fwd_v15_refuses<__half>(w).empty())
     return AutoPick::v15_packs_max_first;
   if (!cl && elem_bytes == 4 && windows_disjoint(w) && w.oW >= 32 && fwd_v4_refuses<float>(w).empty())

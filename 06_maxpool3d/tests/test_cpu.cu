@@ -577,7 +577,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs, v2 for other NCDHW and C = 1, else v7") {
+TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs, v2 for other NCDHW and C = 1, v11 for half NDHWC windows of >= 16 cells, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -597,7 +597,9 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(ch06::auto_pick(win({2, 64, 64, 64, 32}, params({8}, {8})), 2) == AutoPick::v8_wide_loads);   // 64 bytes of half
   CHECK(pick({2, 64, 64, 64, 24}, params({8}, {8})) == AutoPick::v8_wide_loads);             // 96 bytes
   CHECK(pick({2, 64, 64, 64, 64}, cl({8}, {8})) == AutoPick::v11_columns_max);
-  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v7_channels_last);            // NDHWC, 64 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, cl({4}, {4})) == AutoPick::v11_columns_max);             // NDHWC, 64 cells
+  CHECK(pick({128, 256, 10, 10, 10}, cl({5}, {5})) == AutoPick::v11_columns_max);            // NDHWC, 125 cells
+  CHECK(pick({1024, 512, 4, 4, 4}, cl({2}, {2})) == AutoPick::v7_channels_last);             // NDHWC, 8 cells
   CHECK(pick({1024, 1, 4, 4, 4}, cl({4}, {4})) == AutoPick::v8_wide_loads);                 // one channel: NCDHW in memory
   CHECK(pick({64, 64, 16, 16, 16}, cl({7}, {7})) == AutoPick::v11_columns_max);               // NDHWC, 343 cells
   CHECK(pick({64, 64, 16, 16, 16}, cl({8}, {8})) == AutoPick::v11_columns_max);               // NDHWC, 512 cells
@@ -624,6 +626,15 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(pick({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v7_channels_last);
   CHECK(pick({8, 64, 16, 56, 56}, params({3}, {2}, {1})) == AutoPick::v2_interior_border);
   CHECK(pick({8, 64, 16, 56, 56}, cl({3}, {2}, {1})) == AutoPick::v7_channels_last);
+  // Half in NDHWC: v11 from 16 cells (27, 24, dilated 27), v7 below (9, 8).
+  const auto half = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p), 2); };
+  CHECK(half({8, 64, 16, 56, 56}, cl({3}, {2}, {1})) == AutoPick::v11_columns_max);
+  CHECK(half({4, 32, 31, 63, 63}, cl({2, 3, 4}, {1, 2, 3}, {1, 1, 2})) == AutoPick::v11_columns_max);
+  CHECK(half({2, 32, 32, 64, 64}, cl({3}, {1}, {1}, {2})) == AutoPick::v11_columns_max);
+  CHECK(half({4, 64, 16, 56, 56}, cl({1, 3, 3}, {1, 2, 2}, {0, 1, 1})) == AutoPick::v7_channels_last);
+  CHECK(half({2, 64, 32, 112, 112}, cl({2}, {2})) == AutoPick::v7_channels_last);
+  CHECK(half({1, 1, 320, 320, 320}, cl({3}, {2}, {1})) == AutoPick::v2_interior_border);  // C = 1
+  CHECK(half({4, 32, 32, 64, 64}, cl({3}, {1}, {1})) == AutoPick::v6_separable);          // overlap 27: v6 first
   CHECK(pick({1, 1, 320, 320, 320}, cl({3}, {2}, {1})) == AutoPick::v2_interior_border);     // C = 1
   CHECK(pick({4, 32, 32, 64, 64}, params({3}, {1}, {1})) == AutoPick::v6_separable);          // 27 cells, overlap 27
   CHECK(pick({4, 32, 32, 64, 64}, cl({3}, {1}, {1})) == AutoPick::v6_separable);             // NDHWC too, undilated
