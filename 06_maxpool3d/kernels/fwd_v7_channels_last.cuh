@@ -105,8 +105,9 @@ template <int V, class T>
 inline constexpr int kV7Batch = 64 / (V * static_cast<int>(sizeof(T))) < 8 ? 64 / (V * static_cast<int>(sizeof(T))) : 8;
 
 template <int V, class T>
-__device__ __forceinline__ void v7_disjoint_body(const ForwardArgs<T>& a, FastDiv by_groups, FastDiv by_ow, FastDiv by_oh,
-                                                 FastDiv by_od, FastDiv by_kw, FastDiv by_kh) {
+__global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, FastDiv by_groups, FastDiv by_ow,
+                                                              FastDiv by_oh, FastDiv by_od, FastDiv by_kw,
+                                                              FastDiv by_kh) {
   using Pack = tut::ew::Packed<T, V>;
   constexpr int kB = kV7Batch<V, T>;
   const Window& w = a.w;
@@ -151,21 +152,6 @@ __device__ __forceinline__ void v7_disjoint_body(const ForwardArgs<T>& a, FastDi
     }
     store_channels<V>(a, o * V, best, cell, d0, h0, w0);  // (n, od, oh, ow, g*V): the output's first channel
   }
-}
-
-template <int V, class T>
-__global__ void __launch_bounds__(256) fwd_v7_disjoint_kernel(ForwardArgs<T> a, FastDiv by_groups, FastDiv by_ow,
-                                                              FastDiv by_oh, FastDiv by_od, FastDiv by_kw,
-                                                              FastDiv by_kh) {
-  v7_disjoint_body<V, T>(a, by_groups, by_ow, by_oh, by_od, by_kw, by_kh);
-}
-
-// Trial: the same body with MinB blocks of 256 asked of each SM (the registers capped to fit them).
-template <int V, class T, int MinB>
-__global__ void __launch_bounds__(256, MinB) fwd_v7_disjoint_min_kernel(ForwardArgs<T> a, FastDiv by_groups, FastDiv by_ow,
-                                                                        FastDiv by_oh, FastDiv by_od, FastDiv by_kw,
-                                                                        FastDiv by_kh) {
-  v7_disjoint_body<V, T>(a, by_groups, by_ow, by_oh, by_od, by_kw, by_kh);
 }
 
 // Narrow cells (fwd_v7_row_pieces_kernel): where a cell's C channels take less than 16 bytes (C = 2
@@ -300,30 +286,6 @@ void fwd_v7_channels_last(cudaStream_t s, const ForwardArgs<T>& a) {
   else if (V == kV / 2) fwd_v7_channels_last_kernel<kV / 2, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   else fwd_v7_channels_last_kernel<1, T><<<grid, kBlock, 0, s>>>(a, g, ow, oh, od);
   TUT_CHECK_LAUNCH("fwd_v7_channels_last_kernel");
-}
-
-// Trial launcher: windows that do not overlap, through fwd_v7_disjoint_min_kernel; else refused.
-template <class T, int MinB>
-void fwd_v7_blocks_trial(cudaStream_t s, const ForwardArgs<T>& a) {
-  check_forward(a, "fwd_v7_blocks_trial");
-  if (const std::string why = fwd_v7_refuses<T>(a.w); !why.empty()) throw tut::Unsupported(why);
-  if (!windows_disjoint(a.w) || fwd_v7_row_piece_channels(a) != 0)
-    throw tut::Unsupported("fwd_v7_blocks_trial: windows that do not overlap, C packs of 16 or 8 bytes or one element, only");
-  constexpr int kBlock = 256, kV = 16 / sizeof(T);
-  const int V = fwd_v7_pack(a);
-  const std::int64_t groups = a.w.C / V, total = a.w.N * a.w.out_plane() * groups;
-  const ChannelDivs cd = channel_divs(a.w, groups, total <= kMaxInt32);
-  const unsigned grid = grid_for(total, kBlock, "fwd_v7_blocks_trial");
-  const FastDiv kw(a.w.k[2]), kh(a.w.k[1]);
-  if (V == kV) fwd_v7_disjoint_min_kernel<kV, T, MinB><<<grid, kBlock, 0, s>>>(a, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-  else if (V == kV / 2) fwd_v7_disjoint_min_kernel<kV / 2, T, MinB><<<grid, kBlock, 0, s>>>(a, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-  else fwd_v7_disjoint_min_kernel<1, T, MinB><<<grid, kBlock, 0, s>>>(a, cd.groups, cd.ow, cd.oh, cd.od, kw, kh);
-  TUT_CHECK_LAUNCH("fwd_v7_blocks_trial");
-}
-
-template <class T, int MinB>
-std::vector<const void*> fwd_v7_blocks_kernels() {
-  return {TUT_KERNEL(fwd_v7_disjoint_min_kernel<16 / sizeof(T), T, MinB>)};
 }
 
 template <class T>
