@@ -91,13 +91,13 @@ __device__ __forceinline__ DSum bwd_res_sums(const BwdArgs<T>& a, const ResPlan&
                                              const BwdResTiles<T>& tl, BwdResShared& sh) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   if (t == 0) {
-    for (int q = 0; q < 2 * kResPieces; ++q) mbar_init(&sh.bars[q]);
+    for (int q = 0; q < 2 * kResPieces; ++q) tut::bulk::init(&sh.bars[q]);
     for (int q = 0; q < kResPieces; ++q) {
       const int e0 = res_piece_start(plan, k.units, q, k.bulk), e1 = res_piece_start(plan, k.units, q + 1, k.bulk);
       if (e1 > e0) {
         const unsigned bytes = static_cast<unsigned>((e1 - e0) * sizeof(T));
-        bulk_load(tl.xs + e0, a.x + k.begin + e0, bytes, &sh.bars[q]);
-        bulk_load(tl.dys + e0, a.dy + k.begin + e0, bytes, &sh.bars[kResPieces + q]);
+        tut::bulk::load(tl.xs + e0, a.x + k.begin + e0, bytes, &sh.bars[q]);
+        tut::bulk::load(tl.dys + e0, a.dy + k.begin + e0, bytes, &sh.bars[kResPieces + q]);
       }
     }
   }
@@ -113,8 +113,8 @@ __device__ __forceinline__ DSum bwd_res_sums(const BwdArgs<T>& a, const ResPlan&
   int i = g * C + c;  // the thread's next element of the chunk
   for (int q = 0; q < kResPieces; ++q) {
     if (res_piece_start(plan, k.units, q + 1, k.bulk) > res_piece_start(plan, k.units, q, k.bulk)) {
-      mbar_wait(&sh.bars[q]);
-      mbar_wait(&sh.bars[kResPieces + q]);
+      tut::bulk::wait(&sh.bars[q]);
+      tut::bulk::wait(&sh.bars[kResPieces + q]);
     }
     const int end = res_piece_start(plan, k.units, q + 1, k.len);  // the last piece's: len
     if (g < G) {

@@ -45,6 +45,7 @@
 
 #include "kernels/fwd_v5_onchip_cache.cuh"
 #include "kernels/fwd_v9_two_launches.cuh"
+#include "tut/bulk_copy.cuh"
 
 #include <numeric>
 
@@ -55,48 +56,8 @@ inline constexpr int kResPieces = 4;    // bulk copies per block, each with its 
 inline constexpr int kResMaxC = 64;     // 132 x 64 partials of 16 bytes: 135 KB read by every block
 inline constexpr int kResMaxLoads = 4;  // partials a thread loads before it merges them
 
-// ---- The copy engine (sm_90): bulk copies into shared memory, completed on an mbarrier -------------
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(std::uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-// One thread: expect `bytes` on `bar`, and ask for them.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, std::uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-#endif
-}
-// Every thread: wait until the barrier's first phase has completed (its bytes have landed). The
-// hint lets the warp sleep in the wait up to that long instead of asking again and again.
-inline constexpr unsigned kResWaitNs = 1000000;
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0, %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(kResWaitNs)
-        : "memory");
-  } while (!done);
-#endif
-}
+// The copy engine (sm_90): tut/bulk_copy.cuh's bulk copies into shared memory, completed on an
+// mbarrier (tut::bulk::init, load, prefetch_l2, wait).
 
 // ---- The plan (host and device) ----------------------------------------------------------------------
 
@@ -187,21 +148,21 @@ __device__ __forceinline__ ResRaw res_raw_sums(const FwdArgs<T>& a, const ResPla
   const bool mine = g < G && g < rows;
   const float K = mine ? to_float(a.x[k.begin + static_cast<std::int64_t>(g) * C + c]) : 0.0f;
   if (t == 0)
-    for (int q = 0; q < kResPieces; ++q) mbar_init(&bars[q]);
+    for (int q = 0; q < kResPieces; ++q) tut::bulk::init(&bars[q]);
   if (t < k.len - k.bulk) xs[k.bulk + t] = a.x[k.begin + k.bulk + t];
   __syncthreads();
   if (t == 0) {
     for (int q = 0; q < kResPieces; ++q) {
       const int e0 = res_piece_start(plan, k.units, q, k.bulk), e1 = res_piece_start(plan, k.units, q + 1, k.bulk);
-      if (e1 > e0) bulk_load(xs + e0, a.x + k.begin + e0, static_cast<unsigned>((e1 - e0) * sizeof(T)), &bars[q]);
+      if (e1 > e0) tut::bulk::load(xs + e0, a.x + k.begin + e0, static_cast<unsigned>((e1 - e0) * sizeof(T)), &bars[q]);
     }
     if constexpr (kAdd)
-      if (k.bulk > 0) bulk_prefetch_l2(a.r + k.begin, static_cast<unsigned>(k.bulk * sizeof(T)));
+      if (k.bulk > 0) tut::bulk::prefetch_l2(a.r + k.begin, static_cast<unsigned>(k.bulk * sizeof(T)));
   }
   float s1 = 0.0f, s2 = 0.0f;
   int i = g * C + c;  // the thread's next element of the chunk
   for (int q = 0; q < kResPieces; ++q) {
-    if (res_piece_start(plan, k.units, q + 1, k.bulk) > res_piece_start(plan, k.units, q, k.bulk)) mbar_wait(&bars[q]);
+    if (res_piece_start(plan, k.units, q + 1, k.bulk) > res_piece_start(plan, k.units, q, k.bulk)) tut::bulk::wait(&bars[q]);
     const int end = res_piece_start(plan, k.units, q + 1, k.len);  // the last piece's: len
     if (g < G) {
 #pragma unroll 4
