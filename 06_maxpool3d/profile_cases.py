@@ -73,10 +73,6 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
-    # fwd v16 (rows by the copy engine) against the versions auto takes on the NCDHW cases of kernel 2
-    ("v16_halve", F, HALVE, ["v16_bulk_rows", "v4_layout_ncdt"]),
-    ("v16_halve_f16", "maxpool3d_f16", HALVE, ["v16_bulk_rows", "v15_packs_max_first"]),
-    ("v16_thin", F, THIN, ["v16_bulk_rows", "v4_layout_ncdt"]),
     # half in NDHWC: v7 (the per-channel rule cell by cell) against v11 (the maximum first, packed)
     ("ndhwc_v11_stem_f16", "maxpool3d_f16", STEM + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
     ("ndhwc_v11_halve_f16", "maxpool3d_f16", HALVE + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),

@@ -377,23 +377,6 @@ TEST_SUITE("gpu") {
     check_forward_rung("v15_packs_max_first", kPackSpecs, {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
   }
 
-  TEST_CASE("newest rungs: fwd v16 against the reference: stages of 1 to 256 rows with tails, gaps in D, H and W, kernel 4, many stages a block, each format, float and half" *
-            tut::needs_gpu()) {
-    const std::vector<Spec> specs = {{{2, 3, 6, 8, 32}, {2}, {2}, {0}},                // 3 stages, the last of 8 rows
-                                     {{2, 3, 9, 10, 24}, {3}, {3}, {0}},               // kernel 3, H cut short
-                                     {{1, 2, 7, 9, 16}, {2, 3, 2}, {3, 4, 2}, {0}},    // gaps in D and H
-                                     {{1, 3, 8, 8, 40}, {2}, {3}, {0}},                // gaps along W, the row's tail unread
-                                     {{1, 2, 8, 8, 64}, {4}, {4}, {0}},                // 64 cells
-                                     {{4, 8, 4, 8, 8}, {2}, {2}, {0}},                 // rows of 8: 128 rows a stage
-                                     {{2, 16, 32, 64, 128}, {2}, {2}, {0}}};           // 2048 stages: buffers reused
-    for (const Spec& sp : specs) {
-      INFO(sp.shape[4]);
-      CHECK(ch06::fwd_v16_refuses<float>(ch06::window_of_case(ch06::make_pool_case(sp, false))).empty());
-      CHECK(ch06::fwd_v16_refuses<__half>(ch06::window_of_case(ch06::make_pool_case(sp, false))).empty());
-    }
-    check_forward_rung("v16_bulk_rows", specs, {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
-  }
-
   TEST_CASE("newest rungs: fwd v14 against the reference: pieces of 1 to 8 a row, rows of outputs cut by tiles, padding and ceil_mode, gaps and overlap, each format, float and half" *
             tut::needs_gpu()) {
     check_forward_rung("v14_row_lanes",
