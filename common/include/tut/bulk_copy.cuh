@@ -10,7 +10,7 @@
 //
 // Addresses and sizes are whole 16-byte units (the copy engine's rule). Several copies may complete
 // on one barrier: one thread announces their sum with expect_tx, then any threads issue them with
-// copy. A barrier used again completes its phases 0, 1, 0, ...: wait_parity(bar, phase & 1).
+// copy. wait waits for phase 0: a barrier here is used once.
 // Before sm_90 these compile to nothing; the versions that use them refuse other GPUs.
 #pragma once
 
@@ -72,20 +72,6 @@ __device__ __forceinline__ void wait(std::uint64_t* bar) {
         "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0, %2; selp.u32 %0, 1, 0, p; }"
         : "=r"(done)
         : "r"(smem_addr(bar)), "r"(kWaitHintNs)
-        : "memory");
-  } while (!done);
-#endif
-}
-
-// The same for a barrier used again: wait for the phase whose parity is `parity` (0 or 1).
-__device__ __forceinline__ void wait_parity(std::uint64_t* bar, unsigned parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity), "r"(kWaitHintNs)
         : "memory");
   } while (!done);
 #endif
