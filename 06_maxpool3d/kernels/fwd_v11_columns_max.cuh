@@ -43,7 +43,9 @@
 // with the cells always and never twice, reached 0.726 on the same 33^3 case and 0.857 on
 // 2 x 64 x 32 x 112^2 (v7 0.943), but 0.676 on kernel 8 (v9 0.743); the first, which took the
 // second pass at the block with R = 1 too, 0.42 to 0.49 on kernel 2. Auto takes v11 where it took
-// v9 (NDHWC windows of at least 128 cells). Not run on an H100.
+// v9 (NDHWC windows of at least 128 cells), and since the sweep of results/forms/ndhwc_split.* every
+// disjoint NDHWC window of 64 cells or more, and half NDHWC windows of 16 or more
+// (kernels/fwd_auto_rule.cuh). Not run on an H100.
 //
 // The rows. Until commit 2bf6ec9 the rule doubled R while the items times R fell short of two
 // waves of 2048 threads a SM, which gave R = 32 on both windows of 512 cells: 16 cells a thread,
