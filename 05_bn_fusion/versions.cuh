@@ -48,7 +48,6 @@
 #include "kernels/fwd_v17_split_pass.cuh"
 #include "kernels/fwd_v19_warp_columns.cuh"
 #include "kernels/fwd_v20_async_pass.cuh"
-#include "kernels/fwd_v23_column_blocks.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -256,10 +255,6 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v19's statistics; a resident pass, 128 bytes a thread in flight by cp.async",
                                             &fwd_v20_async_pass<T, kAdd>, &fwd_v4_scratch_bytes<T>,
                                             fwd_v20_kernels<T, kAdd>()));
-  p.versions.push_back(fwd_version<T, kAdd>("v23_column_blocks",
-                                            "NHWC, few rows: a block per 8 channels, its column in registers, one launch",
-                                            &fwd_v23_column_blocks<T, kAdd>, &fwd_v4_scratch_bytes<T>,
-                                            fwd_v23_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -706,31 +706,3 @@ TEST_CASE("v16's walk: every thread's values of a channel at index_of's places, 
   CHECK(chan_plan(Shape4{4, 5, 1024, Layout::nhwc}, resident).threads == 0);     // NHWC: v15's path
   CHECK(chan_plan(Shape4{2, std::int64_t{1} << 31, 1, Layout::nchw}, resident).threads == 0);  // more channels than a grid's blocks
 }
-
-TEST_CASE("v23's plan: NHWC, C a multiple of 8, at most 4096 rows, aligned, not float's Add; the fewest warps at 8 rows a "
-          "thread, every row held once") {
-  const std::int64_t cap = kColRows;
-  for (const auto& d : std::vector<std::vector<std::int64_t>>{{64, 1024, 49}, {cap, 8, 1}, {1, 8, 2}, {2, 2048, 1},
-                                                              {3, 24, 35}, {5, 16, 9}, {7, 8, 256}, {1, 8, 257}}) {
-    const Shape4 s{d[0], d[1], d[2], Layout::nhwc};
-    const std::int64_t M = s.per_channel();
-    INFO(s.N, "x", s.C, "x", s.HW);
-    const ColPlan p = col_plan(s, true, true);
-    REQUIRE(p.threads > 0);
-    CHECK(p.threads % 32 == 0);
-    CHECK(p.threads <= kColThreads);
-    CHECK(p.items <= kColItems);
-    CHECK(std::int64_t{p.threads} * p.items >= M);         // every row held
-    CHECK(std::int64_t{p.threads - 32} * kColItems < M);  // and no warp fewer would hold them
-    CHECK(std::int64_t{p.threads} * (p.items - 1) < M);   // no round of rows left empty
-  }
-  CHECK(col_plan(Shape4{64, 1024, 49, Layout::nhwc}, true, true).threads == 13 * 32);
-  // Refused: past the cap, C not a multiple of 8, NCHW, unaligned, float's Add form.
-  CHECK(col_plan(Shape4{cap + 1, 8, 1, Layout::nhwc}, true, true).threads == 0);
-  CHECK(col_plan(Shape4{4, 12, 33 * 31, Layout::nhwc}, true, true).threads == 0);
-  CHECK(col_plan(Shape4{64, 1024, 49, Layout::nchw}, true, true).threads == 0);
-  CHECK(col_plan(Shape4{64, 1024, 49, Layout::nhwc}, true, false).threads == 0);
-  CHECK(col_plan(Shape4{64, 1024, 49, Layout::nhwc}, kColForm<float, true>, true).threads == 0);
-  CHECK(kColForm<float, false>);
-  CHECK(kColForm<__half, true>);
-}

@@ -606,29 +606,6 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v20_async_pass", nullptr);
   }
 
-  TEST_CASE("v23_column_blocks: every forward, its shapes, both layouts, operands moved; chains; its first launch's bits, launch after launch" *
-            tut::needs_gpu()) {
-    // Where it applies (NHWC, C a multiple of 8, M <= 4096): M = 4096, its largest (one block, 16
-    // warps of 8 rows); M = 2, the smallest (one warp, one row a thread, 256 blocks); rows that end
-    // mid-warp (M = 105, 3 blocks; M = 45 with the mask's last word a byte, 16 bits, 24 bits past
-    // the tensor: 45 x 8, 45 x 16, 45 x 24 elements, n % 32 = 8, 16, 24); M = 4097, past it (v20's
-    // path); C = 12 (not a multiple of 8: v20's path). Outside the sanitizers, 64x1024x7x7 (13 warps).
-    const auto shapes = [](const auto& p) {
-      auto cases = shapes_plus(p, {{4096, 8, 1, 1}, {2, 2048, 1, 1}, {3, 24, 5, 7}, {5, 8, 3, 3}, {5, 16, 3, 3}, {5, 24, 3, 3},
-                                   {1, 8, 4097, 1}, {4, 12, 33, 31}});
-      return cases;
-    };
-    check_forward_rung("v23_column_blocks", shapes);
-    auto cases = small_shapes(bn_relu_backward_f32());
-    for (const Dims& d : {Dims{4096, 8, 1, 1}, Dims{5, 24, 3, 3}}) cases.push_back(bn_case(bn_relu_backward_f32(), d, "NHWC"));
-    check_chains_from_all("v23_column_blocks", cases);
-    std::vector<Dims> dims = {{4096, 8, 1, 1}, {3, 24, 5, 7}};
-    if (!tut::under_sanitizer()) dims.push_back({64, 1024, 7, 7});
-    check_bits(bn_relu_f16(), dims, "v23_column_blocks", nullptr);
-    check_bits(bn_add_relu_f16(), dims, "v23_column_blocks", nullptr);
-    check_bits(bn_relu_f32(), dims, "v23_column_blocks", nullptr);
-  }
-
   TEST_CASE("v21_resident: every backward, v12's shapes, both layouts, operands moved; chains from every forward; its first launch's bits, launch after launch" *
             tut::needs_gpu()) {
     // v12's cuts (C = 64 and 65, a 16-byte line's tail, fewer units than pieces, units of 96, C = 1),

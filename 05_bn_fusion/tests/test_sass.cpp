@@ -465,32 +465,3 @@ TEST_CASE("v20: the pass fills its stages by 16-byte cp.async before it waits (A
     CHECK(count_in(after, "DEPBAR") >= 1);
   }
 }
-
-TEST_CASE("v23: x's rows (and r's) and K*'s row loaded in 16-byte words before the block's first barrier; two scattered "
-          "reductions of 9 shuffles; the mask a byte a row, no atomics; no spill" * doctest::skip(kNoCuobjdump)) {
-  struct Form {
-    std::string name;
-    int words;  // 16-byte loads before the first barrier: 8 rows of x (and of r), and K*'s row
-  };
-  for (const Form& f : {Form{"fwd_v23_column_blocks_kernel<float, false>", 2 * 8 + 2},
-                        Form{"fwd_v23_column_blocks_kernel<__half, false>", 8 + 1},
-                        Form{"fwd_v23_column_blocks_kernel<__half, true>", 2 * 8 + 1}}) {
-    const auto& k = kernel(f.name);
-    INFO(k.name);
-    std::size_t bar = k.code.size();
-    for (std::size_t i = 0; i < k.code.size(); ++i)
-      if (k.code[i].opcode.rfind("BAR.SYNC", 0) == 0) {
-        bar = i;
-        break;
-      }
-    int before = 0;
-    for (std::size_t i = 0; i < bar; ++i)
-      if (k.code[i].opcode.rfind("LDG", 0) == 0 && tut::access_bits(k.code[i].opcode) == 128) ++before;
-    CHECK(before == f.words);
-    CHECK(count_in(k.code, "SHFL.BFLY") == 2 * 9);
-    CHECK(count_in(k.code, "STG.E.U8") == 8 + 1);  // a byte per row; the last word's padding
-    CHECK(count_in(k.code, "ATOM") + count_in(k.code, "RED") == 0);
-    CHECK(tut::count_opcode(k, "LDL") == 0);
-    CHECK(tut::count_opcode(k, "STL") == 0);
-  }
-}
