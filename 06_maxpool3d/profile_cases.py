@@ -73,12 +73,6 @@ K2S3 = "2x64x48x96x96 kernel=2 stride=3 padding=0"
 CEIL33 = "8x64x33x33x33 kernel=2 stride=2 padding=0 ceil_mode=1"
 
 PAIRS = [
-    # fwd v17 (an output slice's planes copied as one run into shared memory) against what auto took:
-    # 33^3 in ceil mode (v13 in float, v15 in half), the 4^3 planes (v2, v10) and 8^3 with kernel 8 (v10).
-    ("v17_ceil", F, CEIL33, ["v17_plane_slabs", "v13_output_packs"]),
-    ("v17_ceil_f16", "maxpool3d_f16", CEIL33, ["v17_plane_slabs", "v15_packs_max_first"]),
-    ("v17_small", F, SMALL, ["v17_plane_slabs", "v2_interior_border"]),
-    ("v17_k8on8", F, K8ON8, ["v17_plane_slabs", "v10_max_first"]),
     # half in NDHWC: v7 (the per-channel rule cell by cell) against v11 (the maximum first, packed)
     ("ndhwc_v11_stem_f16", "maxpool3d_f16", STEM + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),
     ("ndhwc_v11_halve_f16", "maxpool3d_f16", HALVE + " layout=NDHWC", ["v7_channels_last", "v11_columns_max"]),

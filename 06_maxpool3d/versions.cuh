@@ -53,7 +53,6 @@
 #include "kernels/fwd_v13_output_packs.cuh"
 #include "kernels/fwd_v14_row_lanes.cuh"
 #include "kernels/fwd_v15_packs_max_first.cuh"
-#include "kernels/fwd_v17_plane_slabs.cuh"
 
 #if TUT_EXERCISES
 #include "exercises/unrolled_padded.cuh"
@@ -171,8 +170,6 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      forward_version<T>("v17_plane_slabs", "NCDHW, disjoint windows, no padding, small planes: a block copies an output slice's kD planes as one run, 16 bytes a load, then reads windows in shared memory",
-                         &fwd_v17_plane_slabs<T>, &fwd_v17_refuses<T>, fwd_v17_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };
@@ -216,8 +213,6 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      forward_version<T>("v17_plane_slabs", "NCDHW, disjoint windows, no padding, small planes: a block copies an output slice's kD planes as one run, 16 bytes a load, then reads windows in shared memory",
-                         &fwd_v17_plane_slabs<T>, &fwd_v17_refuses<T>, fwd_v17_kernels<T>()),
       scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v11 for NDHWC windows of >= 16 cells, else v7 for NDHWC, else v15 for kernel 2 side by side along W without an index, else v2",
                          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
   };

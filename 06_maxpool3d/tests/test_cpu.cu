@@ -24,7 +24,6 @@
 #include "kernels/fwd_v13_output_packs.cuh"
 #include "kernels/fwd_v14_row_lanes.cuh"
 #include "kernels/fwd_v15_packs_max_first.cuh"
-#include "kernels/fwd_v17_plane_slabs.cuh"
 #include "kernels/bwd_v29_lean_scale.cuh"
 #include "kernels/pool.cuh"
 #include "reference.hpp"
@@ -1483,20 +1482,3 @@ TEST_CASE("exercise: the window size is one the grader can build cases for") {
   CHECK(exercise::kKernel <= 8);
 }
 #endif
-
-TEST_CASE("fwd v17 takes NCDHW windows that do not overlap, without padding or dilation, whose slab fits 24 KiB; its slabs' planes") {
-  using ch06::fwd_v17_refuses;
-  CHECK(fwd_v17_refuses<float>(win({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1))).empty());
-  CHECK(!fwd_v17_refuses<float>(win({2, 64, 48, 96, 96}, params({2}, {3}))).empty());          // 2 x 96 x 96 floats: 73,728 bytes
-  CHECK(fwd_v17_refuses<float>(win({1, 2, 4, 40, 76}, params({2}, {2}))).empty());            // 24,320 bytes and the 16 of the line
-  CHECK(!fwd_v17_refuses<float>(win({1, 2, 4, 40, 77}, params({2}, {2}))).empty());           // 24,640: past 24 KiB
-  CHECK(fwd_v17_refuses<__half>(win({1, 2, 4, 40, 77}, params({2}, {2}))).empty());           // in half, half of it
-  CHECK(!fwd_v17_refuses<float>(win({2, 3, 8, 8, 8}, params({2}, {2}, {1}))).empty());       // padding
-  CHECK(!fwd_v17_refuses<float>(win({2, 3, 8, 8, 8}, params({3}, {2}))).empty());            // overlap
-  CHECK(!fwd_v17_refuses<float>(win({2, 3, 8, 8, 8}, params({2}, {4}, {0}, {2}))).empty());  // dilation
-  CHECK(!fwd_v17_refuses<float>(win({2, 3, 8, 8, 8}, params({2}, {2}, {0}, {1}, 0, "NDHWC"))).empty());
-  const ch06::Window w = win({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1));
-  CHECK(w.oD == 17);
-  CHECK(ch06::slab_planes(w, 0) == 2);
-  CHECK(ch06::slab_planes(w, 16) == 1);  // ceil_mode's last window: plane 32 alone
-}

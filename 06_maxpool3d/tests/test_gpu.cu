@@ -377,20 +377,6 @@ TEST_SUITE("gpu") {
     check_forward_rung("v15_packs_max_first", kPackSpecs, {{2, 3, 6, 8, 32}, {2}, {2}, {0}});
   }
 
-  TEST_CASE("newest rungs: fwd v17 against the reference: odd planes in ceil mode, gaps, kernel 8 and non-cubic windows (the generic loop), tiny slabs and one of 24 KiB, each format, float and half" *
-            tut::needs_gpu()) {
-    check_forward_rung("v17_plane_slabs",
-                       {{{8, 4, 33, 33, 33}, {2}, {2}, {0}, {1}, 1},           // the suite's odd planes, ceil_mode: the last slab one plane
-                        {{2, 3, 7, 9, 11}, {2}, {2}, {0}},                     // odd dimensions, floor mode: slabs start anywhere in a line
-                        {{2, 3, 9, 10, 12}, {2}, {3}, {0}},                    // stride 3: planes, rows and cells skipped
-                        {{1, 2, 8, 8, 8}, {8}, {8}, {0}},                      // kernel 8: one output a slice
-                        {{2, 2, 6, 7, 10}, {1, 2, 3}, {2, 2, 3}, {0}, {1}, 1},  // non-cubic, gaps along D, ceil_mode in H and W
-                        {{3, 5, 4, 4, 4}, {2}, {2}, {0}},                      // 30 slabs of 32 elements
-                        {{1, 2, 4, 40, 76}, {2}, {2}, {0}},                    // a slab of 6,080 elements: 24,320 bytes in float
-                        {{1, 1, 1, 1, 1}, {1}, {1}, {0}}},                     // one cell
-                       {{2, 3, 6, 9, 11}, {2}, {2}, {0}});
-  }
-
   TEST_CASE("newest rungs: fwd v14 against the reference: pieces of 1 to 8 a row, rows of outputs cut by tiles, padding and ceil_mode, gaps and overlap, each format, float and half" *
             tut::needs_gpu()) {
     check_forward_rung("v14_row_lanes",

@@ -499,17 +499,3 @@ TEST_CASE("bwd v20 fills its span with 16-byte stores, meets at a barrier, and h
     CHECK(spills(k) == 0);
   }
 }
-
-TEST_CASE("fwd v17 copies a slab with 16-byte loads and stores to shared memory, reads its 2x2x2 windows there, and does not spill" *
-          doctest::skip(kNoCuobjdump)) {
-  for (const char* name : {"fwd_v17_plane_slabs_kernel<2, 2, 2, float>", "fwd_v17_plane_slabs_kernel<2, 2, 2, __half>",
-                           "fwd_v17_plane_slabs_kernel<0, 0, 0, float>"}) {
-    const auto& k = kernel(name);
-    INFO(k.name);
-    CHECK(tut::count_memory_ops(k, "LDG", 128) >= 1);  // the slab's aligned middle
-    CHECK(tut::count_memory_ops(k, "STS", 128) >= 1);
-    CHECK(tut::count_opcode(k, "BAR") >= 2);           // after the copy, and before the next slab
-    CHECK(spills(k) == 0);
-  }
-  CHECK(tut::count_opcode(kernel("fwd_v17_plane_slabs_kernel<2, 2, 2, float>"), "LDS") >= 8);  // the window, unrolled
-}
