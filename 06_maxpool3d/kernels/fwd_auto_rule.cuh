@@ -41,6 +41,16 @@ inline const char* auto_pick_name(AutoPick p) {
   }
 }
 
+// Whether every window lies wholly inside the input: no padding, and no last window that
+// ceil_mode cuts.
+inline bool windows_inside(const Window& w) {
+  const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
+  for (int i = 0; i < 3; ++i)
+    if (w.p[i] != 0 || static_cast<std::int64_t>(out[i] - 1) * w.s[i] + static_cast<std::int64_t>(w.k[i] - 1) * w.dil[i] + 1 > in[i])
+      return false;
+  return true;
+}
+
 // How many windows cover an input cell, on average (>= 1 only counts overlap).
 inline double window_overlap(const Window& w) {
   return static_cast<double>(w.cells()) / (static_cast<double>(w.s[0]) * w.s[1] * w.s[2]);
@@ -119,7 +129,15 @@ inline double window_overlap(const Window& w) {
 //      v4's): the H200's suite run of the tree of commit 8e72bbe (results/h200_8e72bbe/, the rule
 //      before this one) timed it at 0.0257 ms on 33^3 in ceil mode (rows of 17 outputs, read cell
 //      by cell) against v2's 0.0290, and at 0.0461 on 4^3 (rows of 2) against v2's 0.0402: the
-//      split at 8 is a guess between them.
+//      split at 8 is a guess between them. Off the suite, beside the fwd v17 trial
+//      (results/forms/v17_plane_slabs.*, each shape in its own process, H200), windows of kernel 2
+//      that all lie inside the input went the other way: on 8 x 64 x 32^3 (rows of 16 outputs)
+//      v13 ran 0.632 of copy against v4's 0.859 and v2's 0.824, on 8 x 64 x 32 x 40^2 (20) 0.674
+//      against 0.889 and 0.885, on 16 x 64 x 31^3 (15) 0.810 against 0.861 and 0.868. So v13 now
+//      takes disjoint windows only where ceil_mode or padding cuts some of them (v2's and v4's
+//      test-free paths then do not apply), and not with an int64 index (33^3 in ceil mode: v2
+//      0.762, v13 0.690); v4 takes rows of 16 outputs or more where every window of kernel 2 along W
+//      lies inside (other kernels keep the split at 32: not timed).
 // Half windows in NDHWC from this many cells take v11 instead of v7 (rule 4).
 inline constexpr std::int64_t kV11HalfMinCells = 16;
 
@@ -144,9 +162,11 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
                                                                                        : AutoPick::v7_channels_last;
   if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.indices == IndexFormat::none && fwd_v15_refuses<__half>(w).empty())
     return AutoPick::v15_packs_max_first;
-  if (!cl && elem_bytes == 4 && windows_disjoint(w) && w.oW >= 32 && fwd_v4_refuses<float>(w).empty())
+  const bool disjoint = windows_disjoint(w), inside = windows_inside(w);
+  if (!cl && elem_bytes == 4 && disjoint && (w.oW >= 32 || (w.oW >= 16 && inside && w.k[2] == 2)) && fwd_v4_refuses<float>(w).empty())
     return AutoPick::v4_layout_ncdt;
-  if (!cl && elem_bytes == 4 && w.k[2] == 2 && w.oW >= 8 && fwd_v13_refuses<float>(w).empty())
+  if (!cl && elem_bytes == 4 && w.k[2] == 2 && w.oW >= 8 && !(disjoint && (inside || w.indices == IndexFormat::int64)) &&
+      fwd_v13_refuses<float>(w).empty())
     return AutoPick::v13_output_packs;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;
   return cl ? AutoPick::v7_channels_last : AutoPick::v0_naive;

@@ -577,7 +577,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs, v2 for other NCDHW and C = 1, v11 for half NDHWC windows of >= 16 cells, else v7") {
+TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs (>= 16 for kernel 2 along W, every window inside), v13 for kernel 2 along W in rows of >= 8 where disjoint windows are cut and no int64 index is asked, v2 for other NCDHW and C = 1, v11 for half NDHWC windows of >= 16 cells, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -610,9 +610,22 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(pick({2, 64, 48, 96, 96}, params({2}, {3})) == AutoPick::v4_layout_ncdt);              // gaps: still disjoint, rows of 32
   CHECK(pick({1, 2, 128, 256, 256}, params({2}, {2})) == AutoPick::v4_layout_ncdt);            // rows of 128
   CHECK(pick({1, 1, 320, 320, 320}, params({2}, {2})) == AutoPick::v4_layout_ncdt);
-  CHECK(pick({2, 3, 8, 8, 62}, params({2}, {2})) == AutoPick::v13_output_packs);               // rows of 31 outputs
+  CHECK(pick({2, 3, 8, 8, 62}, params({2}, {2})) == AutoPick::v4_layout_ncdt);                 // rows of 31 outputs, all inside
+  CHECK(pick({8, 64, 32, 32, 32}, params({2}, {2})) == AutoPick::v4_layout_ncdt);              // rows of 16, all inside
+  CHECK(pick({16, 64, 31, 31, 31}, params({2}, {2})) == AutoPick::v2_interior_border);         // rows of 15, all inside
+  CHECK(pick({8, 64, 16, 16, 16}, params({2}, {2})) == AutoPick::v2_interior_border);          // rows of 8, all inside
+  CHECK(pick({2, 3, 8, 8, 63}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v4_layout_ncdt);    // rows of 32, the last cut: v4 as before
+  CHECK(pick({2, 3, 8, 8, 61}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v13_output_packs);  // rows of 31, the last cut
+  CHECK(pick({8, 64, 17, 17, 17}, params({2}, {2}, {0}, {1}, 1)) == AutoPick::v13_output_packs);  // rows of 9, the last cut
+  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1, "NCDHW", "int64")) == AutoPick::v2_interior_border);  // cut, int64
+  CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1, "NCDHW", "compact")) == AutoPick::v13_output_packs);  // cut, compact
+  CHECK(pick({2, 3, 8, 8, 32}, params({2, 2, 2}, {1, 1, 2})) == AutoPick::v13_output_packs);   // overlap in D and H: as before
+  CHECK(ch06::windows_inside(win({8, 64, 32, 32, 32}, params({2}, {2}))));
+  CHECK(!ch06::windows_inside(win({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1))));      // the last window cut
+  CHECK(ch06::windows_inside(win({8, 64, 33, 33, 33}, params({2}, {2}))));                    // floor: the last cell left out
+  CHECK(!ch06::windows_inside(win({8, 64, 32, 32, 32}, params({3}, {2}, {1}))));              // padding
   CHECK(pick({2, 3, 8, 8, 14}, params({2}, {2})) == AutoPick::v2_interior_border);             // rows of 7 outputs
-  CHECK(pick({2, 3, 8, 8, 62}, params({3}, {3})) == AutoPick::v2_interior_border);             // kernel 3: not v13's
+  CHECK(pick({2, 3, 8, 8, 62}, params({3}, {3})) == AutoPick::v2_interior_border);             // kernel 3: not v13's, and v4 from 32
   CHECK(pick({2, 3, 8, 8, 64}, params({2}, {2})) == AutoPick::v4_layout_ncdt);                 // rows of 32
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2})), 2) == AutoPick::v15_packs_max_first);  // half: v15
   CHECK(ch06::auto_pick(win({2, 64, 32, 112, 112}, params({2}, {2}, {0}, {1}, 0, "NCDHW", "int64")), 2) ==
