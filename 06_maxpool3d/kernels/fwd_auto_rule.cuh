@@ -136,8 +136,8 @@ inline double window_overlap(const Window& w) {
 //      against 0.889 and 0.885, on 16 x 64 x 31^3 (15) 0.810 against 0.861 and 0.868. So v13 now
 //      takes disjoint windows only where ceil_mode or padding cuts some of them (v2's and v4's
 //      test-free paths then do not apply), and not with an int64 index (33^3 in ceil mode: v2
-//      0.762, v13 0.690); v4 takes rows of 16 outputs or more where every window of kernel 2 along W
-//      lies inside (other kernels keep the split at 32: not timed).
+//      0.762, v13 0.690); v4 takes rows of 16 outputs or more where every window lies inside. Both
+//      for 2 x 2 x 2 windows only, the ones timed; others keep the rule before.
 // Half windows in NDHWC from this many cells take v11 instead of v7 (rule 4).
 inline constexpr std::int64_t kV11HalfMinCells = 16;
 
@@ -162,10 +162,12 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
                                                                                        : AutoPick::v7_channels_last;
   if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.indices == IndexFormat::none && fwd_v15_refuses<__half>(w).empty())
     return AutoPick::v15_packs_max_first;
-  const bool disjoint = windows_disjoint(w), inside = windows_inside(w);
-  if (!cl && elem_bytes == 4 && disjoint && (w.oW >= 32 || (w.oW >= 16 && inside && w.k[2] == 2)) && fwd_v4_refuses<float>(w).empty())
+  // (2 x 2 x 2: the windows the sweep below timed; 1 x 2 x 2 went to v4 under a first form of this
+  // rule and ran 0.370 of copy against v13's 0.540, results/forms/auto_off_suite.*.)
+  const bool cube2 = w.k[0] == 2 && w.k[1] == 2 && w.k[2] == 2, disjoint = windows_disjoint(w), inside = windows_inside(w);
+  if (!cl && elem_bytes == 4 && disjoint && (w.oW >= 32 || (w.oW >= 16 && inside && cube2)) && fwd_v4_refuses<float>(w).empty())
     return AutoPick::v4_layout_ncdt;
-  if (!cl && elem_bytes == 4 && w.k[2] == 2 && w.oW >= 8 && !(disjoint && (inside || w.indices == IndexFormat::int64)) &&
+  if (!cl && elem_bytes == 4 && w.k[2] == 2 && w.oW >= 8 && !(cube2 && disjoint && (inside || w.indices == IndexFormat::int64)) &&
       fwd_v13_refuses<float>(w).empty())
     return AutoPick::v13_output_packs;
   if (!w.dilated() && plane_fits_32_bits(w)) return AutoPick::v2_interior_border;

@@ -577,7 +577,7 @@ TEST_CASE("every case the GPU tests use is a valid case") {
   for (std::int64_t k = 2; k <= 8; ++k) CHECK(tc::exercise_cases(k).size() >= 8);
 }
 
-TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs (>= 16 for kernel 2 along W, every window inside), v13 for kernel 2 along W in rows of >= 8 where disjoint windows are cut and no int64 index is asked, v2 for other NCDHW and C = 1, v11 for half NDHWC windows of >= 16 cells, else v7") {
+TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one run (NCDHW), v11 for those with channels (NDHWC), v4 (rows of outputs over >= 128 bytes) or v8 for other large disjoint ones, separable for large or stride-1 overlapping ones (undilated in NDHWC) and NCDHW dilation, v4 for small disjoint float windows in rows of >= 32 outputs (>= 16 for 2x2x2 windows all inside), v13 for kernel 2 along W in rows of >= 8 (2x2x2 disjoint windows only where cut and without an int64 index), v2 for other NCDHW and C = 1, v11 for half NDHWC windows of >= 16 cells, else v7") {
   using ch06::AutoPick;
   const auto pick = [](std::vector<std::int64_t> shape, const tut::Params& p) { return ch06::auto_pick(win(shape, p)); };
   const auto cl = [](List k, List s, List p = {0}, List d = {1}) { return params(k, s, p, d, 0, "NDHWC"); };
@@ -620,6 +620,8 @@ TEST_CASE("the dispatcher's rule: v10 for large disjoint windows that are one ru
   CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1, "NCDHW", "int64")) == AutoPick::v2_interior_border);  // cut, int64
   CHECK(pick({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1, "NCDHW", "compact")) == AutoPick::v13_output_packs);  // cut, compact
   CHECK(pick({2, 3, 8, 8, 32}, params({2, 2, 2}, {1, 1, 2})) == AutoPick::v13_output_packs);   // overlap in D and H: as before
+  CHECK(pick({8, 64, 16, 56, 56}, params({1, 2, 2}, {1, 2, 2})) == AutoPick::v13_output_packs);  // 1 x 2 x 2, rows of 28: as before
+  CHECK(pick({8, 64, 16, 16, 16}, params({1, 2, 2}, {1, 2, 2})) == AutoPick::v13_output_packs);  // 1 x 2 x 2, rows of 8: as before
   CHECK(ch06::windows_inside(win({8, 64, 32, 32, 32}, params({2}, {2}))));
   CHECK(!ch06::windows_inside(win({8, 64, 33, 33, 33}, params({2}, {2}, {0}, {1}, 1))));      // the last window cut
   CHECK(ch06::windows_inside(win({8, 64, 33, 33, 33}, params({2}, {2}))));                    // floor: the last cell left out
