@@ -162,8 +162,9 @@ inline AutoPick auto_pick(const Window& w, int elem_bytes = 4) {
                                                                                        : AutoPick::v7_channels_last;
   if (!cl && elem_bytes == 2 && w.k[2] == 2 && w.indices == IndexFormat::none && fwd_v15_refuses<__half>(w).empty())
     return AutoPick::v15_packs_max_first;
-  // (2 x 2 x 2: the windows the sweep below timed; 1 x 2 x 2 went to v4 under a first form of this
-  // rule and ran 0.370 of copy against v13's 0.540, results/forms/auto_off_suite.*.)
+  // (2 x 2 x 2: the windows timed, rule 3's notes above, and again after the change in
+  // results/forms/ncdhw_k2_rows.*; 1 x 2 x 2 went to v4 under a first form of this rule and ran
+  // 0.370 of copy against v13's 0.540, results/forms/auto_off_suite.*.)
   const bool cube2 = w.k[0] == 2 && w.k[1] == 2 && w.k[2] == 2, disjoint = windows_disjoint(w), inside = windows_inside(w);
   if (!cl && elem_bytes == 4 && disjoint && (w.oW >= 32 || (w.oW >= 16 && inside && cube2)) && fwd_v4_refuses<float>(w).empty())
     return AutoPick::v4_layout_ncdt;
