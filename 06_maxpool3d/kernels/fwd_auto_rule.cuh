@@ -41,16 +41,6 @@ inline const char* auto_pick_name(AutoPick p) {
   }
 }
 
-// Whether every window lies wholly inside the input: no padding, and no last window that
-// ceil_mode cuts.
-inline bool windows_inside(const Window& w) {
-  const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
-  for (int i = 0; i < 3; ++i)
-    if (w.p[i] != 0 || static_cast<std::int64_t>(out[i] - 1) * w.s[i] + static_cast<std::int64_t>(w.k[i] - 1) * w.dil[i] + 1 > in[i])
-      return false;
-  return true;
-}
-
 // How many windows cover an input cell, on average (>= 1 only counts overlap).
 inline double window_overlap(const Window& w) {
   return static_cast<double>(w.cells()) / (static_cast<double>(w.s[0]) * w.s[1] * w.s[2]);

@@ -279,6 +279,16 @@ inline bool windows_disjoint(const Window& w) {
   return true;
 }
 
+// Whether every window lies wholly inside the input: no padding, and no last window that
+// ceil_mode cuts.
+inline bool windows_inside(const Window& w) {
+  const int in[3] = {w.D, w.H, w.W}, out[3] = {w.oD, w.oH, w.oW};
+  for (int i = 0; i < 3; ++i)
+    if (w.p[i] != 0 || static_cast<std::int64_t>(out[i] - 1) * w.s[i] + static_cast<std::int64_t>(w.k[i] - 1) * w.dil[i] + 1 > in[i])
+      return false;
+  return true;
+}
+
 // The fast paths index within a plane in 32 bits: the plane and a window's reach past it must fit.
 inline bool plane_fits_32_bits(const Window& w) {
   return static_cast<std::int64_t>(w.D + w.k[0]) * (w.H + w.k[1]) * (w.W + w.k[2]) <
