@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The suite's summary, one line per case: the best version and its fraction of the copy ceiling,
-the dispatcher's (auto's) fraction and its time over the best version's, PyTorch's fraction, and
+the dispatcher's (auto's) fraction and its time over the best version's (and, where the benchmark raced
+the two in alternating rounds, that ratio: alt), PyTorch's fraction, and
 our raced version's speed over PyTorch's in the same process. Then the geometric means.
 
   suite_table.py RESULTS_DIR            write RESULTS_DIR/<gpu>.suite.txt for each <gpu>.json there, and
@@ -65,6 +66,10 @@ def table(bench, torch_doc):
     lines.append("of copy: the floor's bytes per second over the copy ceiling of the same process; auto/best: "
                  "auto's time over the fastest version's; vs torch: our raced version's speed over PyTorch's, "
                  "timed in alternating rounds in one process")
+    versus = any("versus_best" in r for r in bench["runs"])
+    if versus:
+        lines.append("alt: auto's time over the fastest other version's, the two timed in alternating rounds in the "
+                     "benchmark's process (the median over rounds; auto/best compares rows timed one after another)")
     problems = []
     for r in bench["runs"]:
         if r["problem"] not in problems:
@@ -78,9 +83,9 @@ def table(bench, torch_doc):
                 cases.append(r["case"])
         lines += ["", f"{problem}: {len(cases)} cases; the raced version is {raced}",
                   f"{'case':58s} {'best version':20s} {'of copy':>7s} {raced + ' of copy':>14s} {'auto/best':>9s} "
-                  f"{'torch of copy':>13s} {'vs torch':>8s}  mem"]
+                  f"{'torch of copy':>13s} {'vs torch':>8s}" + (f" {'alt':>6s}" if versus else "") + "  mem"]
         ratios = {"NCDHW": [], "NDHWC": []}
-        worst, mem_fracs = [], []
+        worst, mem_fracs, alts = [], [], []
         for case in cases:
             rows = [r for r in runs if r["case"] == case and r["check"] == "pass" and r["kind"] == "own"]
             if not rows:
@@ -96,8 +101,14 @@ def table(bench, torch_doc):
             tf = f"{peer['fraction_of_copy']:.3f}" if peer else "-"
             vs = f"{race['speed_ratio']:.2f}x" if "speed_ratio" in race else "-"
             mem = "mem" if memory_bound(best) else ""
+            alt = ""
+            if versus:
+                vb = (ours or {}).get("versus_best")
+                alt = f" {vb['time_ratio']:6.3f}" if vb else f" {'-':>6s}"
+                if vb:
+                    alts.append((vb["time_ratio"], vb["version"], label))
             lines.append(f"{label:58s} {best['version']:20s} {best['fraction_of_copy']:7.3f} {ours_frac:>14s} "
-                         f"{over:>9s} {tf:>13s} {vs:>8s}  {mem}".rstrip())
+                         f"{over:>9s} {tf:>13s} {vs:>8s}{alt}  {mem}".rstrip())
             if "speed_ratio" in race:
                 ratios[best["params"]["layout"]].append(race["speed_ratio"])
                 worst.append((race["speed_ratio"], label))
@@ -112,6 +123,12 @@ def table(bench, torch_doc):
                          f"all {geomean(all_r):.2f}x ({len(all_r)} cases)")
             low = min(worst)
             lines.append(f"{tag} slowest against PyTorch: {low[0]:.2f}x on {low[1][len(tag) + 1:]}")
+        if alts:
+            high = max(alts)
+            lines.append(f"{tag} {raced} against the fastest other version in alternating rounds: from "
+                         f"{min(a[0] for a in alts):.3f} to {high[0]:.3f} times its time ({len(alts)} cases), "
+                         f"{sum(a[0] > 1.05 for a in alts)} above 1.05; the highest against {high[1]} on "
+                         f"{high[2][len(tag) + 1:]}")
         if mem_fracs:
             floor_f, whole_f = [f for f, _ in mem_fracs], [w for _, w in mem_fracs]
             lines.append(f"{tag} {raced} on the cases marked mem: fraction of copy from {min(floor_f):.3f} to "
@@ -221,10 +238,14 @@ def check_cases(module_path):
             missing = [c for c in suite if c not in listed]
             extra = [c for c in listed if c not in suite]
             errors.append(f"{p['problem']}: CASES differs from the suite; missing {missing[:3]}, extra {extra[:3]}")
+        # the raced version is the dispatcher, which the benchmark races against the fastest other (alt)
+        raced = next((v for v in p["versions"] if v["name"] == RACED.get(p["problem"])), None)
+        if raced is None or not raced.get("dispatcher"):
+            errors.append(f"{p['problem']}: its raced version {RACED.get(p['problem'])} is not marked a dispatcher")
     for e in errors:
         print("error: " + e)
     if not errors:
-        print("torch_peers.py CASES names every suite case of every problem, once")
+        print("torch_peers.py CASES names every suite case of every problem, once; each raced version is a dispatcher")
     return 1 if errors else 0
 
 

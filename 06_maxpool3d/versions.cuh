@@ -75,6 +75,13 @@ using FwdLaunch = void (*)(cudaStream_t, const ForwardArgs<T>&);
 using Refuses = std::string (*)(const Window&);
 
 inline std::string takes_all(const Window&) { return {}; }
+
+// auto: a version that launches another per case; the benchmark races it against the fastest other.
+template <class Inst>
+tut::Version<Inst> dispatcher(tut::Version<Inst> v) {
+  v.dispatcher = true;
+  return v;
+}
 inline std::string undilated_ncdhw(const Window& w) {
   if (w.layout != Layout::ncdhw) return "reads the layout NCDHW only";
   if (w.dilated()) return "takes dilation 1 only (v0, v6, v7 and auto take any)";
@@ -170,8 +177,8 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
-                         &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
+      dispatcher(scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
+                                    &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {})),
   };
 #if TUT_EXERCISES
   p.versions.push_back(forward_version<T>("ex_unrolled_padded", "exercise: your unrolled window with padding",
@@ -213,8 +220,8 @@ inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v11 for NDHWC windows of >= 16 cells, else v7 for NDHWC, else v15 for kernel 2 side by side along W without an index, else v2",
-                         &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {}),
+      dispatcher(scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v11 for NDHWC windows of >= 16 cells, else v7 for NDHWC, else v15 for kernel 2 side by side along W without an index, else v2",
+                                    &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {})),
   };
   return p;
 }
@@ -355,8 +362,8 @@ inline tut::Problem<BwdInst<float>> backward_f32_problem() {
       backward_scratch_version<T>("v29_lean_scale", "deterministic, NCDHW, undilated: v25 with a kernel 1 that keeps two unsigned values a thread, the largest |dy| bits and the smallest lowest-bit key, without a branch",
                                   &bwd_v29_lean_scale<T>, &bwd_v25_scratch_bytes<T>, bwd_v29_kernels<T>(),
                                   &bwd_v29_refuses<T>),
-      backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v29, v15 or v6 with; else v1",
-                                  &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {}),
+      dispatcher(backward_scratch_version<T>("auto", "the deterministic backward a user calls: v20, v10, v3 or v7 without overlap; v9, v18, v29, v15 or v6 with; else v1",
+                                             &bwd_auto<T>, &bwd_auto_scratch_bytes<T>, {})),
   };
   return p;
 }

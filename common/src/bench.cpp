@@ -101,6 +101,9 @@ BenchApp::BenchApp(const Chapter& chapter) : chapter_(chapter), app_(chapter.des
   app_.add_flag("--list-json", list_json_, "The same as JSON, for tools");
   app_.add_option("--reps", reps_, "Timed repetitions per version")->check(whole_number(1, 100000));
   app_.add_option("--warmup", warmup_, "Untimed launches before timing")->check(whole_number(0, 100000));
+  app_.add_option("--versus-rounds", versus_rounds_,
+                  "Alternating rounds in which a dispatcher (auto) is raced against the case's fastest other version; 0: none")
+      ->check(whole_number(0, 1000));
   app_.add_option("--l2", l2_mode_, "flush: read a buffer of twice the L2 before each repetition when the data could fit in it "
                                      "(clean lines, none of the case's data: tut::L2Flush); "
                                      "warm: leave it (measures the cache for small sizes)")
@@ -389,17 +392,64 @@ RunResult BenchApp::run_version(const ProblemEntry& p, const Case& c, CaseSessio
     }
   };
   if (check) verify("first run", true);
-  TimingOptions opt;
-  opt.warmup = warmup_;
-  opt.reps = reps_;
-  opt.flush_bytes = l2_mode_ == "flush" ? l2_flush_bytes(session.instance().working_set(), device_.l2_bytes) : 0;
-  r.stats = time_kernel(t.launch, opt, nullptr, t.before);
+  r.stats = time_kernel(t.launch, timing_options(session), nullptr, t.before);
   if (check) verify("after timing", false);  // the last timed launch's outputs
   const double s = r.stats.median * 1e-3;
   r.GBps = s > 0 ? static_cast<double>(r.floor.bytes) / s / 1e9 : 0;
   r.GFLOPs = s > 0 ? static_cast<double>(r.floor.flops) / s / 1e9 : 0;
   r.fraction_of_copy = ceiling_.GBps > 0 ? r.GBps / ceiling_.GBps : 0;
   return r;
+}
+
+TimingOptions BenchApp::timing_options(CaseSession& session) const {
+  TimingOptions opt;
+  opt.warmup = warmup_;
+  opt.reps = reps_;
+  opt.flush_bytes = l2_mode_ == "flush" ? l2_flush_bytes(session.instance().working_set(), device_.l2_bytes) : 0;
+  return opt;
+}
+
+void BenchApp::race_dispatchers(const ProblemEntry& p, CaseSession& session, const std::vector<std::size_t>& selected,
+                                std::vector<RunResult>& rows) {
+  if (versus_rounds_ < 1) return;
+  const auto timed = [](const RunResult& r) { return r.check == "pass" || r.check == "skipped"; };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!p.versions[selected[i]].dispatcher || !timed(rows[i])) continue;
+    std::optional<std::size_t> best;
+    for (std::size_t j = 0; j < rows.size(); ++j)
+      if (j != i && rows[j].kind == Kind::own && !p.versions[selected[j]].dispatcher && timed(rows[j]) &&
+          (!best || rows[j].stats.median < rows[*best].stats.median))
+        best = j;
+    if (!best) continue;
+    const Trial ours = session.trial(selected[i]);
+    const Trial other = session.trial(selected[*best]);
+    const TimingOptions opt = timing_options(session);
+    std::vector<double> ratio, ms_ours, ms_other;
+    for (int round = 0; round < versus_rounds_; ++round) {
+      Stats a, b;
+      if (round % 2 == 0) {
+        a = time_kernel(ours.launch, opt, nullptr, ours.before);
+        b = time_kernel(other.launch, opt, nullptr, other.before);
+      } else {
+        b = time_kernel(other.launch, opt, nullptr, other.before);
+        a = time_kernel(ours.launch, opt, nullptr, ours.before);
+      }
+      ms_ours.push_back(a.median);
+      ms_other.push_back(b.median);
+      ratio.push_back(b.median > 0 ? a.median / b.median : 0);
+    }
+    Versus v;
+    v.version = rows[*best].version;
+    v.rounds = versus_rounds_;
+    v.reps_per_round = opt.reps;
+    v.ms_median = summarize(ms_ours).median;
+    v.other_ms_median = summarize(ms_other).median;
+    const Stats rs = summarize(ratio);
+    v.time_ratio = rs.median;
+    v.time_ratio_min = rs.min;
+    v.time_ratio_max = rs.max;
+    rows[i].versus_best = v;
+  }
 }
 
 int BenchApp::run() {
@@ -431,6 +481,7 @@ int BenchApp::run() {
         if (r.check == "FAIL") std::cerr << p.name << " " << c.name << " " << r.version << ": check FAILED: " << r.check_detail << "\n";
         rows.push_back(std::move(r));
       }
+      if (!profile_) race_dispatchers(p, *session, selected, rows);
       if (!profile_) print_case(rows);
       results.insert(results.end(), rows.begin(), rows.end());
     }
@@ -495,6 +546,14 @@ void BenchApp::print_case(const std::vector<RunResult>& rows) const {
               << pad(fmt("%.3f", r.fraction_of_copy), 7, true) << "  "
               << pad(fmt("%.2fx", r.speedup_vs_first), 8, true) << "  " << r.check << "\n";
   }
+  for (const auto& r : rows)
+    if (r.versus_best) {
+      const Versus& v = *r.versus_best;
+      std::cout << r.version << " against " << v.version << ", the fastest other, in " << v.rounds
+                << " alternating rounds of " << v.reps_per_round << ": " << fmt("%.3f", v.time_ratio) << "x its time ["
+                << fmt("%.3f", v.time_ratio_min) << "-" << fmt("%.3f", v.time_ratio_max) << "], medians "
+                << fmt("%.4f", v.ms_median) << " and " << fmt("%.4f", v.other_ms_median) << " ms\n";
+    }
   std::cout << std::flush;
 }
 
@@ -526,6 +585,13 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
     if (!r.floor.models.empty()) run["models"] = to_json(r.floor)["models"];
     if (!r.library.empty()) run["library"] = r.library;
     if (!r.check_detail.empty()) run["check_detail"] = r.check_detail;
+    if (r.versus_best) {
+      const Versus& v = *r.versus_best;
+      run["versus_best"] = {{"version", v.version},           {"rounds", v.rounds},
+                            {"reps_per_round", v.reps_per_round}, {"ms_median", v.ms_median},
+                            {"best_ms_median", v.other_ms_median}, {"time_ratio", v.time_ratio},
+                            {"time_ratio_min", v.time_ratio_min}, {"time_ratio_max", v.time_ratio_max}};
+    }
     runs.push_back(run);
   }
   json candidates = json::array();

@@ -439,7 +439,7 @@ std::string problems_json(const std::vector<ProblemEntry>& problems) {
     json versions = json::array(), suite = json::array(), params = json::array();
     for (const auto& v : p.versions)
       versions.push_back({{"name", v.name}, {"kind", kind_name(v.kind)}, {"summary", v.summary}, {"library", v.library},
-                          {"writes", v.writes}, {"reads", v.reads}});
+                          {"writes", v.writes}, {"reads", v.reads}, {"dispatcher", v.dispatcher}});
     for (const auto& c : p.suite) suite.push_back(case_to_json(p, c));
     for (const auto& s : p.params)
       params.push_back({{"key", s.key}, {"default", to_json(s.default_value)}, {"help", s.help}, {"choices", s.choices}});

@@ -59,6 +59,7 @@ def main():
     expect(["--json", "/dev/null/x.json"], 2, "--json: cannot")
     expect(["--results-dir", "/dev/null/results"], 2, "--results-dir: cannot")
     expect(["--reps", "0"], 2, "not in [1, 100000]")
+    expect(["--versus-rounds", "-1"], 2, "not in [0, 1000]")
     flat = listing and all(len(p["default_case"]["shape"]) == 1 for p in listing)
     if flat:
         expect(["--n", "-5"], 2, "is negative")

@@ -12,6 +12,12 @@
 //      the launch is timed. The last timed launch's outputs are checked again.
 //   4. "of copy" divides the floor's bytes per second by the copy ceiling measured at start-up in
 //      the same process; "vs first" is the speedup over the case's first version that ran.
+//   5. a dispatcher (a version that picks another per case, such as a chapter's `auto`) is then
+//      raced against the case's fastest other own version: --versus-rounds rounds (7 unless set; 0
+//      skips it), each timing both as in step 3 with the order swapped every round. A version's
+//      time moves by a few percent with its place in the process (chapter 06 measured up to 5 %
+//      between two rows of the same kernels), so "dispatcher over best" is read from these rounds:
+//      the median over rounds of the dispatcher's median over the other's.
 //
 // Exit codes: 0 every check passed, 1 a check or CUDA failed, 2 bad options, 77 no CUDA device
 // (Meson's "skipped").
@@ -33,6 +39,14 @@
 
 namespace tut {
 
+// A dispatcher against the case's fastest other version, timed in alternating rounds.
+struct Versus {
+  std::string version;  // the other version
+  int rounds = 0, reps_per_round = 0;
+  double ms_median = 0, other_ms_median = 0;          // medians over the rounds' medians
+  double time_ratio = 0, time_ratio_min = 0, time_ratio_max = 0;  // over rounds: ours / the other's
+};
+
 struct RunResult {
   std::string problem, dtype, version, summary, library, baseline;
   Case c;
@@ -43,6 +57,7 @@ struct RunResult {
   double GBps = 0, GFLOPs = 0, fraction_of_copy = 0, speedup_vs_first = 0;
   std::string check;  // "pass", "FAIL", "skipped", "unsupported"
   std::string check_detail;
+  std::optional<Versus> versus_best;  // dispatchers only
 };
 
 class BenchApp {
@@ -61,6 +76,9 @@ class BenchApp {
   int run();
   RunResult run_version(const ProblemEntry& p, const Case& c, CaseSession& session, std::size_t v);
   void profile_version(CaseSession& session, std::size_t v);
+  void race_dispatchers(const ProblemEntry& p, CaseSession& session, const std::vector<std::size_t>& selected,
+                        std::vector<RunResult>& rows);
+  TimingOptions timing_options(CaseSession& session) const;
   void list(bool json) const;
   void print_header() const;
   void print_case(const std::vector<RunResult>& rows) const;
@@ -76,7 +94,7 @@ class BenchApp {
   std::vector<std::string> param_text_;
   std::vector<std::pair<std::string, std::string>> params_;
   bool list_ = false, list_json_ = false, no_check_ = false, suite_ = false, profile_ = false;
-  int reps_ = 50, warmup_ = 5;
+  int reps_ = 50, warmup_ = 5, versus_rounds_ = 7;
   std::string json_path_, results_dir_, seed_text_;
   std::uint64_t seed_ = 0;
   DeviceInfo device_;

@@ -275,6 +275,8 @@ struct Version {
   bool any_alignment = true;         // correct for operands moved off their vector alignment
   std::vector<std::string> writes;   // the outputs it writes; empty: every output and state
   std::vector<std::string> reads;    // the inputs it reads; empty: all (a chain pairs versions by it)
+  bool dispatcher = false;           // picks one of the other versions per case (a chapter's `auto`):
+                                     // the benchmark races it against the case's fastest other version
   std::function<std::size_t(const Inst&)> scratch_bytes;  // zeroed device memory; none when empty
   std::function<void(Inst&, Workspace&)> setup;  // once per instance, untimed; may throw Unsupported
   Launch reset;                      // before every launch, untimed (zero a counter, say)
@@ -329,6 +331,7 @@ struct VersionInfo {
   std::vector<const void*> kernels;
   bool any_alignment = true;
   std::vector<std::string> writes, reads;
+  bool dispatcher = false;
 };
 
 // One case's instance, as the runner sees it.
@@ -444,7 +447,7 @@ ProblemEntry erase(const Problem<Inst>& p) {
   e.case_for = p.case_for;
   e.floor = p.floor;
   for (const auto& v : p.versions)
-    e.versions.push_back({v.name, v.summary, v.kind, v.library, v.kernels, v.any_alignment, v.writes, v.reads});
+    e.versions.push_back({v.name, v.summary, v.kind, v.library, v.kernels, v.any_alignment, v.writes, v.reads, v.dispatcher});
   e.open = [&p](const Case& c, const InstanceOptions& opt) { return std::make_unique<TypedSession<Inst>>(p, c, opt); };
   e.operand_names = [&p](const Case& c) {
     const auto inst = p.make(c, InstanceOptions{});
