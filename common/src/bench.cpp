@@ -101,6 +101,10 @@ BenchApp::BenchApp(const Chapter& chapter) : chapter_(chapter), app_(chapter.des
   app_.add_flag("--list-json", list_json_, "The same as JSON, for tools");
   app_.add_option("--reps", reps_, "Timed repetitions per version")->check(whole_number(1, 100000));
   app_.add_option("--warmup", warmup_, "Untimed launches before timing")->check(whole_number(0, 100000));
+  app_.add_option("--busy-cycles", busy_cycles_,
+                  "SM clock cycles one GPU thread spins before each timed repetition (untimed), so the host has "
+                  "enqueued the launch before the GPU reaches it; 0: none")
+      ->check(whole_number(0, 1000000000));
   app_.add_option("--versus-rounds", versus_rounds_,
                   "Alternating rounds in which a dispatcher (auto) is raced against the case's fastest other version; 0: none")
       ->check(whole_number(0, 1000));
@@ -406,6 +410,7 @@ TimingOptions BenchApp::timing_options(CaseSession& session) const {
   opt.warmup = warmup_;
   opt.reps = reps_;
   opt.flush_bytes = l2_mode_ == "flush" ? l2_flush_bytes(session.instance().working_set(), device_.l2_bytes) : 0;
+  opt.busy_cycles = busy_cycles_;
   return opt;
 }
 
@@ -507,7 +512,9 @@ void BenchApp::print_header() const {
             << "FP32 FMA " << fmt("%.0f", compute_.fp32_fma_GFLOPs) << " GFLOP/s, FP16 HFMA2 "
             << fmt("%.0f", compute_.fp16_hfma2_GFLOPs) << " GFLOP/s, SM clock " << fmt("%.0f", compute_.sm_clock_MHz)
             << " MHz (measured now)\n"
-            << warmup_ << " warm-up launches, " << reps_ << " timed repetitions, L2 " << l2_mode_ << "\n";
+            << warmup_ << " warm-up launches, " << reps_ << " timed repetitions, L2 " << l2_mode_;
+  if (busy_cycles_) std::cout << ", a spin of " << busy_cycles_ << " cycles before each";
+  std::cout << "\n";
 }
 
 void BenchApp::print_case(const std::vector<RunResult>& rows) const {
@@ -633,6 +640,7 @@ void BenchApp::write_json(const std::vector<RunResult>& results, const std::stri
               {"reps", reps_},
               {"l2", l2_mode_},
               {"l2_flush", "read"},
+              {"busy_cycles", busy_cycles_},
               {"runs", runs}};
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());

@@ -93,13 +93,27 @@ void L2Flush::operator()(cudaStream_t stream) {
   read_through(buf_.data(), buf_.size(), sink_.data(), 1024, stream);
 }
 
+namespace {
+// One thread holds the stream for `cycles` SM clock cycles.
+__global__ void busy_wait_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+}  // namespace
+
 Stats time_kernel(const std::function<void(cudaStream_t)>& launch, const TimingOptions& opt, cudaStream_t stream,
                   const std::function<void(cudaStream_t)>& before) {
   if (opt.reps < 1) throw std::invalid_argument("time_kernel: reps must be at least 1");
+  if (opt.busy_cycles < 0) throw std::invalid_argument("time_kernel: busy_cycles must not be negative");
   L2Flush flush(opt.flush_bytes);
   auto prepare = [&](cudaStream_t s) {
     if (before) before(s);
     flush(s);
+    if (opt.busy_cycles > 0) {
+      busy_wait_kernel<<<1, 1, 0, s>>>(opt.busy_cycles);
+      TUT_CHECK_LAUNCH("busy_wait_kernel (the spin before a timed repetition)");
+    }
   };
   for (int i = 0; i < opt.warmup; ++i) {
     prepare(stream);

@@ -8,8 +8,9 @@
 //   3. per selected version: its workspace and setup (untimed; a library may refuse the case:
 //      "unsupported"); one checked run (outputs poisoned, resets, launch, every output it writes
 //      compared with the CPU reference); then tut::time_kernel: warm-up launches, then for each
-//      repetition the resets and an L2 flush (untimed), start event, the launch, stop event. Only
-//      the launch is timed. The last timed launch's outputs are checked again.
+//      repetition the resets, an L2 flush and a spin of the GPU (--busy-cycles; all untimed), start
+//      event, the launch, stop event. Only the launch is timed. The last timed launch's outputs are
+//      checked again.
 //   4. "of copy" divides the floor's bytes per second by the copy ceiling measured at start-up in
 //      the same process; "vs first" is the speedup over the case's first version that ran.
 //   5. a dispatcher (a version that picks another per case, such as a chapter's `auto`) is then
@@ -95,6 +96,7 @@ class BenchApp {
   std::vector<std::pair<std::string, std::string>> params_;
   bool list_ = false, list_json_ = false, no_check_ = false, suite_ = false, profile_ = false;
   int reps_ = 50, warmup_ = 5, versus_rounds_ = 7;
+  long long busy_cycles_ = 200000;  // about 100 us at the H100's and H200's 1.98 GHz
   std::string json_path_, results_dir_, seed_text_;
   std::uint64_t seed_ = 0;
   DeviceInfo device_;

@@ -25,6 +25,10 @@ struct TimingOptions {
   // When non-zero, a buffer of this many bytes is read before every repetition (L2Flush, outside
   // the timed interval), so no repetition finds the previous one's data in L2.
   std::size_t flush_bytes = 0;
+  // When non-zero, one GPU thread spins this many SM clock cycles before each repetition's start
+  // event (untimed), so that the host has enqueued the launch before the GPU reaches it: the events
+  // then time the GPU's work, not a wait for the host. common/tools/torch_peers.py's races do the same.
+  long long busy_cycles = 0;
 };
 
 // The L2 flush: a kernel that reads a buffer of `bytes` (filled once, at construction). Reading
@@ -49,8 +53,8 @@ class L2Flush {
 // values a thread read is 0x9E3779B9, which keeps every load; an all-zero buffer never stores.
 void read_through(const uint4* src, std::size_t n, uint4* sink, unsigned grid, cudaStream_t stream);
 
-// What is timed: for each repetition, `before(stream)` (resets) and the L2 flush are enqueued
-// first, then a start event, `launch(stream)`, and a stop event; the sample is the time between
+// What is timed: for each repetition, `before(stream)` (resets), the L2 flush and the spin are
+// enqueued first, then a start event, `launch(stream)`, and a stop event; the sample is the time between
 // the two events. The launch must not synchronize. Warm-up launches (with `before`) come first
 // and are not timed. Throws tut::CudaError on any CUDA failure.
 Stats time_kernel(const std::function<void(cudaStream_t)>& launch, const TimingOptions& opt,
