@@ -12,8 +12,10 @@
 #include "tut/problem.hpp"
 #include "tut/timing.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -236,6 +238,28 @@ TEST_CASE("time_kernel runs before+launch warmup+reps times and times only the l
   CHECK(s.median <= s.max);
   CHECK(d.to_host().back() == 9);
   CHECK(other.to_host().front() == 9);
+}
+
+TEST_CASE("time_kernel's spin runs before every launch and stays outside the timed interval" *
+          tut::needs_gpu(tut::under_sanitizer())) {  // times, which a sanitizer stretches
+  tut::DeviceBuffer<int> d(std::vector<int>(1 << 20, 0));
+  tut::TimingOptions opt;
+  opt.warmup = 2;
+  opt.reps = 3;
+  opt.busy_cycles = 20'000'000;  // 10 ms at 2 GHz, at least 9.5 ms at any clock up to 2.1 GHz
+  const auto start = std::chrono::steady_clock::now();
+  const auto s = tut::time_kernel(
+      [&](cudaStream_t st) {
+        add_one<<<(1 << 20) / 256, 256, 0, st>>>(d.data(), 1 << 20);
+        TUT_CHECK_LAUNCH("add_one");
+      },
+      opt);
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CHECK(d.to_host().front() == 5);
+  CHECK(wall_ms >= 5 * 9.5);  // five spins, one before each warm-up and timed launch
+  CHECK(s.max < 5.0);         // a launch on 4 MB, without the spin's 10 ms
+  opt.busy_cycles = -1;
+  CHECK_THROWS_AS(tut::time_kernel([](cudaStream_t) {}, opt), std::invalid_argument);
 }
 
 TEST_CASE("the copy ceiling is the best of our copies and the driver's, with read and write streams" * tut::needs_gpu()) {
