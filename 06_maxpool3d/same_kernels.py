@@ -39,13 +39,8 @@ def main():
     args = ap.parse_args()
     if args.rounds < 2:
         ap.error("--rounds must be at least 2")
-    try:
-        import torch
-    except ImportError:
-        print("torch is not importable here: nothing timed")
-        return 77
-    if not torch.cuda.is_available():
-        print("torch sees no CUDA device: nothing timed")
+    torch = tp.cuda_torch("nothing timed")
+    if torch is None:
         return 77
     module = tp.RaceModule(tp.RaceModule.path(args.build, "06_maxpool3d"))
     case = module.case(args.problem, args.case)

@@ -16,7 +16,11 @@ backward is allowed under torch.use_deterministic_algorithms(True).
 """
 import itertools
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common", "tools"))
+import torch_peers  # noqa: E402  (common/tools/torch_peers.py: torch with a CUDA device, or why not)
 
 
 def rule(x, k, s, p, dil, ceil_mode):
@@ -54,13 +58,8 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    try:
-        import torch
-    except ImportError:
-        print("torch is not importable here")
-        return 77
-    if not torch.cuda.is_available():
-        print("torch sees no CUDA device")
+    torch = torch_peers.cuda_torch("PyTorch's rule not measured")
+    if torch is None:
         return 77
     F = torch.nn.functional
     inf, nan = math.inf, math.nan

@@ -82,6 +82,20 @@ class Case:
         self.floor = Floor(d["floor"])
 
 
+def cuda_torch(what, hint=""):
+    """torch, where it imports and sees a CUDA device; else None, after printing why `what` does not
+    happen (the caller then exits 77, Meson's skip)."""
+    try:
+        import torch
+    except ImportError:
+        print(f"torch is not importable here: {what}{hint}")
+        return None
+    if not torch.cuda.is_available():
+        print(f"torch sees no CUDA device: {what}")
+        return None
+    return torch
+
+
 def time_ms(torch, run, warmup=5, reps=50, before=None, busy_cycles=BUSY_CYCLES):
     """Median, min and max of `reps` timed calls of run(); before(), if given, is enqueued ahead of
     each call, outside the timed region (the resets the bench runs untimed). Each call is preceded,
@@ -401,13 +415,8 @@ def main():
         if not any(problem in (Spec.of(ch).peers if Spec.of(ch) else {})
                    for ch in args.chapters or [c.name for c in chapters.existing()]):
             raise Failure(f"no PyTorch peer of a problem '{problem}' in the selected chapters")
-    try:
-        import torch
-    except ImportError:
-        print("torch is not importable here: no peer rows (pip install torch, or run where it is)")
-        return 77
-    if not torch.cuda.is_available():
-        print("torch sees no CUDA device: no peer rows")
+    torch = cuda_torch("no peer rows", " (pip install torch, or run where it is)")
+    if torch is None:
         return 77
     if args.profile:
         return profile_one(torch, args.build, *args.profile, args.case[0] if args.case else "")
