@@ -15,10 +15,11 @@
 //      the same process; "vs first" is the speedup over the case's first version that ran.
 //   5. a dispatcher (a version that picks another per case, such as a chapter's `auto`) is then
 //      raced against the case's fastest other own version: --versus-rounds rounds (7 unless set; 0
-//      skips it), each timing both as in step 3 with the order swapped every round. A version's
-//      time moves by a few percent with its place in the process (chapter 06 measured up to 5 %
-//      between two rows of the same kernels), so "dispatcher over best" is read from these rounds:
-//      the median over rounds of the dispatcher's median over the other's.
+//      skips it), each timing both as in step 3 with the order swapped every round: the median over
+//      rounds of the dispatcher's median over the other's. Rows are timed one after another; the
+//      rounds put the two side by side, so that what differs is the kernels. (Without the spin,
+//      two trials of the same kernels raced 3 to 4 % apart; with it, within half a percent:
+//      06_maxpool3d/results/forms/bench_spin.*.)
 //
 // Exit codes: 0 every check passed, 1 a check or CUDA failed, 2 bad options, 77 no CUDA device
 // (Meson's "skipped").
