@@ -18,7 +18,7 @@
 //      skips it), each timing both as in step 3 with the order swapped every round: the median over
 //      rounds of the dispatcher's median over the other's. Rows are timed one after another; the
 //      rounds put the two side by side, so that what differs is the kernels. (Without the spin,
-//      two trials of the same kernels raced 3 to 4 % apart; with it, within half a percent:
+//      two trials of the same kernels raced 2.5 to 4.1 % apart; with it, within half a percent:
 //      06_maxpool3d/results/forms/bench_spin.*.)
 //
 // Exit codes: 0 every check passed, 1 a check or CUDA failed, 2 bad options, 77 no CUDA device
