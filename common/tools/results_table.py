@@ -3,7 +3,8 @@
 
 Every chapter README holds generated sections between markers, filled from its results/ folder:
     <!-- results:begin --> ... <!-- results:end -->   each GPU's timings (NN/results/<gpu>.json), with
-                                                      the PyTorch rows (<gpu>.torch.json) beside them
+                                                      the PyTorch rows (<gpu>.torch.json) beside them;
+                                                      a problem of several cases folded in <details>
     <!-- profile:begin --> ... <!-- profile:end -->   each GPU's Nsight Compute numbers (<gpu>.profile.json)
     <!-- ceiling:begin --> ... <!-- ceiling:end -->   each GPU's copy-ceiling candidates
     <!-- sweep:begin --> ... <!-- sweep:end -->       the size-sweep plots (<gpu>.sweep.png)
@@ -104,7 +105,14 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
     parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`, commit `{doc['commit']}`, {doc['date']}): "
              f"{ceiling_line(doc)}.\n"]
     peers = (torch_doc or {}).get("runs", [])
-    for problem, case in ordered(doc["runs"], lambda r: (r["problem"], r["case"])):
+    pairs = ordered(doc["runs"], lambda r: (r["problem"], r["case"]))
+    # A problem with several cases is folded (<details>), so that a long lesson stays readable.
+    count = {q: sum(1 for p, _ in pairs if p == q) for q, _ in pairs}
+    for n, (problem, case) in enumerate(pairs):
+        first, last = n == 0 or pairs[n - 1][0] != problem, n + 1 == len(pairs) or pairs[n + 1][0] != problem
+        if first and count[problem] > 1:
+            parts.append(f"\n<details><summary><code>{problem}</code> on the {doc['gpu']}: {count[problem]} cases, "
+                         "every version's times</summary>\n")
         runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
         h = runs[0]
         floor_ms = h["bytes"] / (results.ceiling_of(doc, problem)["GBps"] * 1e9) * 1e3
@@ -130,6 +138,8 @@ def bench_tables(doc, torch_doc=None, prefix="results/"):
                     raced.append(race_line(p))
         if raced:
             parts.append("\n" + "\n".join(raced))
+        if last and count[problem] > 1:
+            parts.append("\n</details>\n")
     if peers:
         parts.append(f"\n\\* PyTorch's rows come from a separate process (`{prefix}{torch_doc['_file']}`, "
                      f"{torch_doc['date']}; the rows above: {doc['date']}), against the copy ceiling measured there: "

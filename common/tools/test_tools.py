@@ -50,6 +50,25 @@ def merge_checks(tmp, expect, errors):
     expect("results.py", ["--merge", os.path.join(tmp, "again.json"), out, twice], (2,), "q32 was run in GPU.json too")
 
 
+def fold_checks(errors):
+    """results_table.py folds a problem of several cases into one <details> block, and leaves a
+    problem of one case open."""
+    sys.path.insert(0, HERE)
+    import results_table  # noqa: E402
+    with open(os.path.join(HERE, "..", "..", "01_elementwise", "results", "NVIDIA_H200.json")) as f:
+        real = json.load(f)
+    one = real["runs"][0]
+    runs = [dict(one, problem="p32", case="n=1"), dict(one, problem="p32", case="n=2"),
+            dict(one, problem="q32", case="n=3"), dict(one, problem="p32", case="n=1", version="other")]
+    text = results_table.bench_tables(dict(real, runs=runs, _file="GPU.json"))
+    opened, closed = text.count("<details>"), text.count("</details>")
+    if opened != 1 or closed != 1 or "<code>p32</code>" not in text or "<code>q32</code>" in text:
+        errors.append(f"results_table.bench_tables folds wrongly: {opened} opened, {closed} closed")
+    elif not text.index("<details>") < text.index("n=1") < text.index("n=2") < text.index("</details>") \
+            < text.index("n=3"):
+        errors.append("results_table.bench_tables: p32's two cases are not inside its <details>, or q32's is")
+
+
 def main():
     errors = []
 
@@ -94,6 +113,7 @@ def main():
     sys.path.insert(0, HERE)
     import sweep  # noqa: E402
 
+    fold_checks(errors)
     for name, png in (("a/NVIDIA_H100.sweep.json", "a/NVIDIA_H100.sweep.png"), ("sweepdata", "sweepdata.png")):
         if sweep.png_path(name) != png:
             errors.append(f"sweep.png_path({name!r}) is {sweep.png_path(name)!r}, not {png!r}")
