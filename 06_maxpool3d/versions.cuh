@@ -62,6 +62,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ch06 {
@@ -139,29 +140,32 @@ void forward_problem_common(tut::Problem<FwdInst<T>>& p) {
   p.default_case = make_pool_case(suite_shapes()[0], false);
 }
 
-inline tut::Problem<FwdInst<float>> forward_f32_problem() {
-  using T = float;
-  tut::Problem<FwdInst<T>> p;
-  p.name = "maxpool3d_f32";
-  p.description = "y = max over each window (PyTorch's max_pool3d) and its index, on float32";
-  forward_problem_common(p);
-  p.suite = forward_suite();
-  p.versions = {
+// The forward's ladder in either type. v3, v4 and v5 (the shared tile and the source's two
+// layouts) are timed in float only; auto's rule differs by type (kernels/fwd_auto.cuh).
+template <class T>
+std::vector<tut::Version<FwdInst<T>>> forward_versions() {
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  std::vector<tut::Version<FwdInst<T>>> v = {
       forward_version<T>("v0_naive", "a thread per output, triple loop, a bounds test per cell, any case",
                          &fwd_v0_naive<T>, &takes_all, {TUT_KERNEL(fwd_v0_naive_kernel<T>)}),
       forward_version<T>("v1_unrolled", "kernel 2/3/4/8 as a template, unrolled, strides added, predicated loads",
                          &fwd_v1_unrolled<T>, &undilated_ncdhw, fwd_v1_kernels<T>()),
       forward_version<T>("v2_interior_border", "v1 + a test-free path for warps whose windows all lie inside",
                          &fwd_v2_interior_border<T>, &undilated_ncdhw, fwd_v2_kernels<T>()),
-      forward_version<T>("v3_shared_tile", "a block copies its tile's input to shared memory, then reads windows there",
-                         &fwd_v3_shared_tile<T>, &fwd_v3_refuses<T>, {TUT_KERNEL(fwd_v3_shared_tile_kernel<T>)}),
-      forward_version<T>("v4_layout_ncdt", "v2's body, the source's blocks (W, H, plane*D), up to 256 threads",
-                         &fwd_v4_layout_ncdt<T>, &fwd_v4_refuses<T>, fwd_v4_kernels<T>()),
-      forward_version<T>("v5_layout_dhw", "v2's body, the source's blocks (W, H, D) of one plane, up to 256 threads",
-                         &fwd_v5_layout_dhw<T>, &fwd_v5_refuses<T>, fwd_v5_kernels<T>()),
+  };
+  if constexpr (kFloat) {
+    v.push_back(forward_version<T>("v3_shared_tile", "a block copies its tile's input to shared memory, then reads windows there",
+                                   &fwd_v3_shared_tile<T>, &fwd_v3_refuses<T>, {TUT_KERNEL(fwd_v3_shared_tile_kernel<T>)}));
+    v.push_back(forward_version<T>("v4_layout_ncdt", "v2's body, the source's blocks (W, H, plane*D), up to 256 threads",
+                                   &fwd_v4_layout_ncdt<T>, &fwd_v4_refuses<T>, fwd_v4_kernels<T>()));
+    v.push_back(forward_version<T>("v5_layout_dhw", "v2's body, the source's blocks (W, H, D) of one plane, up to 256 threads",
+                                   &fwd_v5_layout_dhw<T>, &fwd_v5_refuses<T>, fwd_v5_kernels<T>()));
+  }
+  const std::string per_thread = std::to_string(16 / sizeof(T));  // channels in one 16-byte load
+  std::vector<tut::Version<FwdInst<T>>> rest = {
       scratch_version<T>("v6_separable", "three 1-D passes (W, H, D) carrying the cell, through scratch",
                          &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
-      forward_version<T>("v7_channels_last", "NDHWC: a thread per 4 channels, 16-byte loads along C",
+      forward_version<T>("v7_channels_last", "NDHWC: a thread per " + per_thread + " channels, 16-byte loads along C",
                          &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
       forward_version<T>("v8_wide_loads", "large windows: 16-byte loads along W or C, 8 in flight; NDHWC rows split over lanes",
                          &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
@@ -177,54 +181,37 @@ inline tut::Problem<FwdInst<float>> forward_f32_problem() {
                          &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
       forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
                          &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      dispatcher(scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2",
-                                    &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {})),
+      dispatcher(scratch_version<T>(
+          "auto",
+          kFloat ? "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v7 for NDHWC, else v4, v13 or v2"
+                 : "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v11 for NDHWC windows of >= 16 cells, else v7 for NDHWC, else v15 for kernel 2 side by side along W without an index, else v2",
+          &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {})),
   };
+  for (auto& r : rest) v.push_back(std::move(r));
+  return v;
+}
+
+template <class T>
+tut::Problem<FwdInst<T>> forward_problem() {
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  tut::Problem<FwdInst<T>> p;
+  p.name = kFloat ? "maxpool3d_f32" : "maxpool3d_f16";
+  p.description = kFloat ? "y = max over each window (PyTorch's max_pool3d) and its index, on float32"
+                         : "y = max over each window and its index, on float16";
+  forward_problem_common(p);
+  p.suite = kFloat ? forward_suite() : half_suite();
+  p.versions = forward_versions<T>();
 #if TUT_EXERCISES
-  p.versions.push_back(forward_version<T>("ex_unrolled_padded", "exercise: your unrolled window with padding",
-                                          &exercise::unrolled_padded, &exercise::refuses,
-                                          {TUT_KERNEL(exercise::unrolled_padded_kernel)}, tut::Kind::exercise));
+  if constexpr (kFloat)
+    p.versions.push_back(forward_version<T>("ex_unrolled_padded", "exercise: your unrolled window with padding",
+                                            &exercise::unrolled_padded, &exercise::refuses,
+                                            {TUT_KERNEL(exercise::unrolled_padded_kernel)}, tut::Kind::exercise));
 #endif
   return p;
 }
 
-inline tut::Problem<FwdInst<__half>> forward_f16_problem() {
-  using T = __half;
-  tut::Problem<FwdInst<T>> p;
-  p.name = "maxpool3d_f16";
-  p.description = "y = max over each window and its index, on float16";
-  forward_problem_common(p);
-  p.suite = half_suite();
-  p.versions = {
-      forward_version<T>("v0_naive", "a thread per output, triple loop, a bounds test per cell, any case",
-                         &fwd_v0_naive<T>, &takes_all, {TUT_KERNEL(fwd_v0_naive_kernel<T>)}),
-      forward_version<T>("v1_unrolled", "kernel 2/3/4/8 as a template, unrolled, strides added, predicated loads",
-                         &fwd_v1_unrolled<T>, &undilated_ncdhw, fwd_v1_kernels<T>()),
-      forward_version<T>("v2_interior_border", "v1 + a test-free path for warps whose windows all lie inside",
-                         &fwd_v2_interior_border<T>, &undilated_ncdhw, fwd_v2_kernels<T>()),
-      scratch_version<T>("v6_separable", "three 1-D passes (W, H, D) carrying the cell, through scratch",
-                         &fwd_v6_separable<T>, &fwd_v6_scratch_bytes<T>, &fwd_v6_refuses<T>, fwd_v6_kernels<T>()),
-      forward_version<T>("v7_channels_last", "NDHWC: a thread per 8 channels, 16-byte loads along C",
-                         &fwd_v7_channels_last<T>, &fwd_v7_refuses<T>, fwd_v7_kernels<T>()),
-      forward_version<T>("v8_wide_loads", "large windows: 16-byte loads along W or C, 8 in flight; NDHWC rows split over lanes",
-                         &fwd_v8_wide_loads<T>, &fwd_v8_refuses<T>, fwd_v8_kernels<T>()),
-      forward_version<T>("v9_run_reduce", "windows as a read stream: NCDHW runs (kW = W; kH = H or kD = 1) over lanes; NDHWC cells over a block's rows",
-                         &fwd_v9_run_reduce<T>, &fwd_v9_refuses<T>, fwd_v9_kernels<T>()),
-      forward_version<T>("v10_max_first", "v9's NCDHW runs with a NaN-propagating max per cell, the cell found afterwards in registers",
-                         &fwd_v10_max_first<T>, &fwd_v10_refuses<T>, fwd_v10_kernels<T>()),
-      forward_version<T>("v11_columns_max", "NDHWC: v10's max first on v9's columns, a window's cells over a block's rows, any window",
-                         &fwd_v11_columns_max<T>, &fwd_v11_refuses<T>, fwd_v11_kernels<T>()),
-      forward_version<T>("v13_output_packs", "NCDHW, windows side by side along W: a thread takes the outputs whose window rows fill 16 bytes, one load a row",
-                         &fwd_v13_output_packs<T>, &fwd_v13_refuses<T>, fwd_v13_kernels<T>()),
-      forward_version<T>("v14_row_lanes", "NCDHW, window rows of whole 16-byte pieces: a warp reads neighbouring outputs' rows as consecutive pieces, each window split over lanes",
-                         &fwd_v14_row_lanes<T>, &fwd_v14_refuses<T>, fwd_v14_kernels<T>()),
-      forward_version<T>("v15_packs_max_first", "v13's packs with v10's max first: a NaN-propagating max per cell (two halves an instruction), the rule only for an index, a zero or a NaN",
-                         &fwd_v15_packs_max_first<T>, &fwd_v15_refuses<T>, fwd_v15_kernels<T>()),
-      dispatcher(scratch_version<T>("auto", "the dispatcher: v10 for large disjoint NCDHW windows that are one run, v11 for NDHWC ones, else v14, v4 or v8; v6 for large overlapping ones, v11 for NDHWC windows of >= 16 cells, else v7 for NDHWC, else v15 for kernel 2 side by side along W without an index, else v2",
-                                    &fwd_auto<T>, &fwd_auto_scratch_bytes<T>, &takes_all, {})),
-  };
-  return p;
-}
+inline tut::Problem<FwdInst<float>> forward_f32_problem() { return forward_problem<float>(); }
+inline tut::Problem<FwdInst<__half>> forward_f16_problem() { return forward_problem<__half>(); }
 
 inline const tut::Problem<FwdInst<float>>& maxpool3d_f32() {
   static const auto p = forward_f32_problem();
