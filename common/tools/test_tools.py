@@ -69,6 +69,26 @@ def fold_checks(errors):
         errors.append("results_table.bench_tables: p32's two cases are not inside its <details>, or q32's is")
 
 
+def ours_checks(errors):
+    """torch_peers.py's OURS: one version for every case, or one per case of CASES; a case OURS has
+    no version for is an error that names it."""
+    sys.path.insert(0, HERE)
+    import torch_peers  # noqa: E402  (no torch needed to import it)
+    spec = torch_peers.Spec.__new__(torch_peers.Spec)
+    spec.cases = {"p": ["a", "b"]}
+    spec.ours = {"p": {"a": "v2", "b": "v1"}, "q": "v0"}
+    if spec.ours_for("p", "b") != "v1" or spec.ours_for("q", "anything") != "v0" or spec.ours_for("r", "a") is not None:
+        errors.append("Spec.ours_for picks the wrong version")
+    if spec.ours_versions("p") != ["v1", "v2"] or spec.ours_versions("q") != ["v0"] or spec.ours_versions("r") != []:
+        errors.append(f"Spec.ours_versions: {spec.ours_versions('p')}, {spec.ours_versions('q')}")
+    try:
+        spec.ours_for("p", "c")
+        errors.append("Spec.ours_for gave a version for a case OURS does not list")
+    except torch_peers.Failure as e:
+        if "'c'" not in str(e):
+            errors.append(f"Spec.ours_for's error does not name the case: {e}")
+
+
 def main():
     errors = []
 
@@ -114,6 +134,7 @@ def main():
     import sweep  # noqa: E402
 
     fold_checks(errors)
+    ours_checks(errors)
     for name, png in (("a/NVIDIA_H100.sweep.json", "a/NVIDIA_H100.sweep.png"), ("sweepdata", "sweepdata.png")):
         if sweep.png_path(name) != png:
             errors.append(f"sweep.png_path({name!r}) is {sweep.png_path(name)!r}, not {png!r}")

@@ -11,7 +11,9 @@ Each chapter lists its peers in NN_chapter/torch_peers.py:
           "FAIL: ...". `case` has .name, .shape, .params (a dict), .numel and .floor (.bytes, .flops).
   CASES   problem -> [case text], optional: the cases to time ("" is the problem's default case; a
           name, or a shape and parameters such as "2x64x16x56x56 kernel=3x3x3"); default [""].
-  OURS    problem -> the version of ours that races the problem's peers.
+  OURS    problem -> the version of ours that races the problem's peers; or, where no one version
+          is the one a user would pick on every case (a chapter without a dispatcher), a dict from
+          each of the problem's CASES texts to the version that races it.
 
 The cases, and their floors, come from the chapter's C++ problems through its race module
 (BUILD/subprojects/CH/tut/race_CH.so, common/src/race_module.cpp): nothing is restated here. The
@@ -134,6 +136,21 @@ def copy_ceiling(torch):
 class Spec:
     """A chapter's torch_peers.py, loaded once."""
 
+    def ours_for(self, problem, text):
+        """The version of ours that races `problem`'s peers on the case `text`, or None."""
+        o = self.ours.get(problem)
+        if isinstance(o, dict):
+            if text not in o:
+                raise Failure(f"OURS of {problem} names a version for each case of CASES, and none for "
+                              f"'{text}': give --versions")
+            return o[text]
+        return o
+
+    def ours_versions(self, problem):
+        """Every version OURS races `problem` with."""
+        o = self.ours.get(problem)
+        return sorted(set(o.values())) if isinstance(o, dict) else ([o] if o else [])
+
     def __init__(self, chapter):
         path = os.path.join(chapters.ROOT, chapter, "torch_peers.py")
         spec = importlib.util.spec_from_file_location(f"{chapter}_torch_peers", path)
@@ -250,14 +267,17 @@ def check_race(chapter, path, launch):
     listing, listed = module.listing(), module.problems()
     peers, ours = (spec.peers, spec.ours) if spec else ({}, {})
     errors = [f"{problem} has peers but no version of ours to race them (OURS)" for problem in peers if problem not in ours]
-    for problem, version in ours.items():
-        kind = listed.get(problem, {}).get(version)
+    for problem in ours:
         if problem not in peers:
             errors.append(f"OURS races {problem}, which has no peer in PEERS")
-        if kind is None:
-            errors.append(f"OURS races {problem} with {version}, which {os.path.basename(path)} does not have")
-        elif kind != "own":
-            errors.append(f"OURS races {problem} with {version}, a {kind} version, not one of ours")
+        if isinstance(ours[problem], dict) and sorted(ours[problem]) != sorted(spec.cases_of(problem)):
+            errors.append(f"OURS of {problem} is a dict whose keys are not exactly its CASES")
+        for version in spec.ours_versions(problem):
+            kind = listed.get(problem, {}).get(version)
+            if kind is None:
+                errors.append(f"OURS races {problem} with {version}, which {os.path.basename(path)} does not have")
+            elif kind != "own":
+                errors.append(f"OURS races {problem} with {version}, a {kind} version, not one of ours")
     for problem in peers:
         for text in (spec.cases_of(problem) if spec else []):
             try:
@@ -271,7 +291,7 @@ def check_race(chapter, path, launch):
         if "no_such_problem" not in str(e):
             errors.append(f"tut_race_open's error does not name the problem: {e}")
     if not errors and launch:
-        for problem, version in ours.items():
+        for problem, version in ((p, v) for p in ours for v in spec.ours_versions(p)):
             text = small_case(listing, problem)
             try:
                 handle = module.open(problem, text, version)
@@ -367,7 +387,7 @@ def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=(), versi
                    "check": verdict}
             line = f"{chapter} {problem} {case.name} {name}: {med:.4f} ms, {GBps:.1f} GB/s, " \
                    f"{GBps / ceiling['GBps']:.3f} of copy, {verdict}"
-            for k, version in enumerate(versions or ([spec.ours[problem]] if problem in spec.ours else [])):
+            for k, version in enumerate(versions or [v for v in [spec.ours_for(problem, text)] if v]):
                 try:
                     r = race(torch, module, problem, case.name, version, run)
                 except RuntimeError as e:
