@@ -11,6 +11,8 @@ Each chapter lists its peers in NN_chapter/torch_peers.py:
           "FAIL: ...". `case` has .name, .shape, .params (a dict), .numel and .floor (.bytes, .flops).
   CASES   problem -> [case text], optional: the cases to time ("" is the problem's default case; a
           name, or a shape and parameters such as "2x64x16x56x56 kernel=3x3x3"); default [""].
+  BUSY_CYCLES  optional: the spin before each timed call (below), where a peer takes the host longer
+          to queue than the default's 100 us (autograd's backward, for one).
   OURS    problem -> the version of ours that races the problem's peers; or, where no one version
           is the one a user would pick on every case (a chapter without a dispatcher), a dict from
           each of the problem's CASES texts to the version that races it.
@@ -159,6 +161,7 @@ class Spec:
         self.peers = getattr(module, "PEERS", {})
         self.cases = getattr(module, "CASES", {})
         self.ours = getattr(module, "OURS", {})
+        self.busy_cycles = getattr(module, "BUSY_CYCLES", BUSY_CYCLES)
 
     @staticmethod
     def of(chapter):
@@ -317,7 +320,7 @@ def check_race(chapter, path, launch):
     return 1 if errors else 0
 
 
-def race(torch, module, problem, case_text, version, peer_run, rounds=RACE_ROUNDS):
+def race(torch, module, problem, case_text, version, peer_run, rounds=RACE_ROUNDS, busy_cycles=BUSY_CYCLES):
     """Our `version` against peer_run() in this process, in alternating rounds. Where ours fails its
     check, only the version and the verdict."""
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
@@ -329,11 +332,11 @@ def race(torch, module, problem, case_text, version, peer_run, rounds=RACE_ROUND
         ours_ms, peer_ms = [], []
 
         def time_peer():
-            peer_ms.append(time_ms(torch, peer_run, warmup=3, reps=RACE_REPS)[0])
+            peer_ms.append(time_ms(torch, peer_run, warmup=3, reps=RACE_REPS, busy_cycles=busy_cycles)[0])
 
         def time_ours():
             ours_ms.append(time_ms(torch, lambda: module.launch(handle, stream), warmup=3, reps=RACE_REPS,
-                                   before=lambda: module.before(handle, stream))[0])
+                                   before=lambda: module.before(handle, stream), busy_cycles=busy_cycles)[0])
 
         for r in range(rounds):
             for timed in ((time_peer, time_ours) if r % 2 == 0 else (time_ours, time_peer)):
@@ -345,7 +348,8 @@ def race(torch, module, problem, case_text, version, peer_run, rounds=RACE_ROUND
     ratios = sorted(p / o for p, o in zip(peer_ms, ours_ms))
     return {"version": version, "check": verdict, "rounds": rounds, "reps_per_round": RACE_REPS,
             "ms_median": statistics.median(ours_ms), "peer_ms_median": statistics.median(peer_ms),
-            "speed_ratio": statistics.median(ratios), "speed_ratio_min": ratios[0], "speed_ratio_max": ratios[-1]}
+            "speed_ratio": statistics.median(ratios), "speed_ratio_min": ratios[0], "speed_ratio_max": ratios[-1],
+            "busy_cycles": busy_cycles}
 
 
 def profile_one(torch, build, chapter, problem, name, case_text):
@@ -367,18 +371,19 @@ def profile_one(torch, build, chapter, problem, name, case_text):
     return 0
 
 
-def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=(), versions=()):
+def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=(), versions=(), busy_cycles=None):
     """The chapter's peer rows, each raced against OURS; and whether one of our versions failed.
     `problems`, when given, keeps only those problems; `cases`, when given, replaces CASES;
     `versions`, when given, are raced in turn instead of OURS (the row keeps the first's race)."""
     module = RaceModule(RaceModule.path(build, chapter))
+    busy = spec.busy_cycles if busy_cycles is None else busy_cycles
     runs, failed = [], False
     for problem, listed, text in spec.selected(problems, cases):
         case = module.case(problem, text)
         for name, setup in listed:
             run, check = setup(case, torch)
             verdict = check()
-            med, lo, hi, reps = time_ms(torch, run)
+            med, lo, hi, reps = time_ms(torch, run, busy_cycles=busy)
             GBps = case.floor.bytes / (med * 1e-3) / 1e9
             row = {"problem": problem, "case": case.name, "shape": case.shape, "params": case.params,
                    "version": name, "summary": f"PyTorch {torch.__version__}", "kind": "peer", "library": "torch",
@@ -389,7 +394,7 @@ def peer_rows(torch, build, chapter, spec, ceiling, problems=(), cases=(), versi
                    f"{GBps / ceiling['GBps']:.3f} of copy, {verdict}"
             for k, version in enumerate(versions or [v for v in [spec.ours_for(problem, text)] if v]):
                 try:
-                    r = race(torch, module, problem, case.name, version, run)
+                    r = race(torch, module, problem, case.name, version, run, busy_cycles=busy)
                 except RuntimeError as e:
                     r = {"version": version, "check": f"FAIL: {e}"}
                 if k == 0:
@@ -417,6 +422,9 @@ def main():
     ap.add_argument("--json", help="write the rows to this file instead of BUILD/results/CH/<gpu>.torch.json; "
                                    "a run narrowed by --problem or --case writes only here")
     ap.add_argument("--versions", default="", help="race these versions of ours (comma-separated) instead of OURS'")
+    ap.add_argument("--busy-cycles", type=int, default=None,
+                    help="the spin before each timed call, in GPU clock cycles (default: the chapter's BUSY_CYCLES, "
+                         f"else {BUSY_CYCLES})")
     ap.add_argument("--check-race", nargs=2, metavar=("CHAPTER", "MODULE"))
     ap.add_argument("--launch", action="store_true", help="with --check-race: run the raced versions too")
     ap.add_argument("chapters", nargs="*")
@@ -448,7 +456,7 @@ def main():
         if spec is None or not spec.peers:
             continue
         runs, bad = peer_rows(torch, args.build, ch, spec, ceiling, args.problem, args.case,
-                              [v for v in args.versions.split(",") if v])
+                              [v for v in args.versions.split(",") if v], args.busy_cycles)
         failed = failed or bad
         doc = {"library": "torch", "torch": torch.__version__, "copy_ceiling": ceiling, "runs": runs}
         if args.json:
