@@ -48,6 +48,7 @@
 #include "kernels/fwd_v17_split_pass.cuh"
 #include "kernels/fwd_v19_warp_columns.cuh"
 #include "kernels/fwd_v20_async_pass.cuh"
+#include "kernels/fwd_v24_mask_runs.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -255,6 +256,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v19's statistics; a resident pass, 128 bytes a thread in flight by cp.async",
                                             &fwd_v20_async_pass<T, kAdd>, &fwd_v4_scratch_bytes<T>,
                                             fwd_v20_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v24_mask_runs",
+                                            "v16 whose mask is written by runs: a warp's segments from three ballots, not a word merge per value",
+                                            &fwd_v24_mask_runs<T, kAdd>, &fwd_v13_scratch_bytes<T>,
+                                            fwd_v24_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -109,9 +109,19 @@ struct ChanWalk {
   }
 };
 
-// kItems = kChanValues / threads: the values a thread holds, at most.
-template <class T, bool kAdd, int kItems>
-__global__ void __launch_bounds__(kChanValues / kItems) fwd_v16_channel_blocks_kernel(FwdArgs<T> a, ChanPlan p) {
+// v16's mask writer: v8's, for any pattern of words over the warp's lanes. `i`, the value's place
+// in its run of H W, is not needed here (fwd v24_mask_runs' writer uses it).
+struct V16MaskWriter {
+  __device__ __forceinline__ static void write(Word* mask, std::int64_t n, bool in, std::int64_t key, int /*i*/,
+                                               unsigned bit) {
+    write_mask_bits<1>(mask, n, in, key, bit);
+  }
+};
+
+// The kernel's body; Mask writes the pass's bits (V16MaskWriter here). kItems = kChanValues /
+// threads: the values a thread holds, at most.
+template <class T, bool kAdd, int kItems, class Mask>
+__device__ __forceinline__ void v16_channel_block(const FwdArgs<T>& a, const ChanPlan& p) {
   constexpr int kWarps = kChanValues / kItems / 32;
   __shared__ double s1s[kWarps], s2s[kWarps];
   __shared__ float prm[3];
@@ -193,9 +203,14 @@ __global__ void __launch_bounds__(kChanValues / kItems) fwd_v16_channel_blocks_k
     s = round_to<T>(s);
     if (in) a.y[v.at] = from_float<T>(relu(s));
     // A lane with no value passes the key of the channel's last value: keys never decrease along the warp.
-    write_mask_bits<1>(a.mask, n, in, in ? v.at : last, in && kept(s) ? 1u : 0u);
+    Mask::write(a.mask, n, in, in ? v.at : last, v.i, in && kept(s) ? 1u : 0u);
     v.next(p);
   }
+}
+
+template <class T, bool kAdd, int kItems>
+__global__ void __launch_bounds__(kChanValues / kItems) fwd_v16_channel_blocks_kernel(FwdArgs<T> a, ChanPlan p) {
+  v16_channel_block<T, kAdd, kItems, V16MaskWriter>(a, p);
 }
 
 template <class T, bool kAdd>
@@ -205,15 +220,15 @@ std::vector<const void*> fwd_v16_own_kernels() {
 }
 
 // The blocks of each width the current GPU holds at once, by the occupancy calculator; once per
-// device.
-template <class T, bool kAdd>
+// device. Kernels(): the three kernels, of 512, 256 and 128 threads.
+template <class T, bool kAdd, std::vector<const void*> (*Kernels)() = &fwd_v16_own_kernels<T, kAdd>>
 const std::int64_t (&fwd_v16_resident())[3] {
   static std::int64_t cache[64][3] = {};
   int dev = 0;
   TUT_CUDA(cudaGetDevice(&dev));
   std::int64_t(&r)[3] = cache[dev & 63];
   if (r[0] == 0) {
-    const auto kernels = fwd_v16_own_kernels<T, kAdd>();
+    const auto kernels = Kernels();
     for (int k = 0; k < 3; ++k) {
       int per_sm = 0;
       TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels[static_cast<std::size_t>(k)], 512 >> k, 0));

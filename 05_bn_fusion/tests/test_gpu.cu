@@ -556,6 +556,24 @@ TEST_SUITE("gpu") {
     check_chains_from_all("v16_channel_blocks", cases);
   }
 
+  // v24's segments beyond v16's shapes: runs of 33 (one value past a word), 49 (segments crossing
+  // word boundaries at many offsets as the runs go by) and 64 (runs on word boundaries); H W = 13
+  // (v16's writer); and, outside the sanitizers, 64x1024x7x7 (shapes_plus).
+  TEST_CASE("v24_mask_runs: every forward, v16's shapes and runs of 33, 49 and 64, both layouts, operands moved" *
+            tut::needs_gpu()) {
+    check_forward_rung("v24_mask_runs", [](const auto& p) {
+      return shapes_plus(p, {{4, 5, 32, 32}, {4096, 3, 1, 1}, {2, 7, 1, 2048}, {1, 3, 4097, 1}, {7, 9, 11, 13},
+                             {3, 5, 33, 1}, {5, 7, 7, 7}, {2, 9, 8, 8}, {1, 3, 13, 1}});
+    });
+  }
+
+  TEST_CASE("v24_mask_runs: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NCHW"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {5, 7, 7, 7}, "NCHW"));
+    check_chains_from_all("v24_mask_runs", cases);
+  }
+
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
     check_backward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
