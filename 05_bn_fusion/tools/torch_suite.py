@@ -5,7 +5,11 @@ PyTorch's (the median over the alternating rounds of one process, with its lowes
 round; above 1: ours is faster). Then, per problem, the geometric mean in each layout and over
 both, the slowest case, and the cases where PyTorch was faster; last, the same over every problem.
 
-  tools/torch_suite.py results/NVIDIA_H200.torch.json
+  tools/torch_suite.py results/NVIDIA_H200.torch.json [more.torch.json ...]
+
+With several files (a race split into processes, one per problem), each file's rows follow its own
+header line, and the summaries count the rows of all of them; each ratio still comes from one
+process.
 """
 import math
 import os
@@ -27,18 +31,28 @@ def short(case):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    path = sys.argv[1]
-    try:
-        doc = results.load(path, "torch")
-    except results.ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(f"{path}: PyTorch {doc['torch']} on {doc['gpu']}, {doc['date']}")
-    print(f"{'problem':26s} {'case':20s} {'ours':>20s} {'ours ms':>9s} {'torch ms':>9s} {'speed':>7s} {'rounds':>13s}")
+    docs = []
+    for path in sys.argv[1:]:
+        try:
+            docs.append((path, results.load(path, "torch")))
+        except results.ResultsError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     by_problem, failed = {}, []
+    for path, doc in docs:
+        spins = sorted({(r.get("race") or {}).get("busy_cycles", 200000) for r in doc["runs"]})
+        print(f"{path}: PyTorch {doc['torch']} on {doc['gpu']}, {doc['date']}, spin of "
+              f"{', '.join(str(b) for b in spins)} cycles before each timed call")
+        print(f"{'problem':26s} {'case':20s} {'ours':>20s} {'ours ms':>9s} {'torch ms':>9s} {'speed':>7s} {'rounds':>13s}")
+        rows(doc, by_problem, failed)
+    summarize(by_problem, failed)
+    return 1 if failed else 0
+
+
+def rows(doc, by_problem, failed):
     for r in doc["runs"]:
         race = r.get("race") or {}
         if "speed_ratio" not in race or race.get("check") != "pass" or r.get("check") != "pass":
@@ -48,6 +62,9 @@ def main():
         by_problem.setdefault(r["problem"], []).append((short(r["case"]), s))
         print(f"{r['problem']:26s} {short(r['case']):20s} {race['version']:>20s} {race['ms_median']:9.4f} "
               f"{race['peer_ms_median']:9.4f} {s:6.3f}x {race['speed_ratio_min']:.3f}-{race['speed_ratio_max']:.3f}")
+
+
+def summarize(by_problem, failed):
     print()
     every = []
     for problem, got in by_problem.items():
@@ -68,7 +85,6 @@ def main():
               f"PyTorch faster on {len(slower)}" + (f": {'; '.join(slower)}" if slower else ""))
     for f in failed:
         print(f"not raced or failed: {f}")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":
