@@ -73,16 +73,16 @@ def summarize(by_problem, failed):
         for layout in ("NCHW", "NHWC"):
             xs = [s for c, s in got if c.endswith(layout)]
             if xs:
-                parts.append(f"{layout} {geomean(xs):.2f}x ({len(xs)})")
+                parts.append(f"{layout} {geomean(xs):.2f}x over {len(xs)}")
         low = min(got, key=lambda g: g[1])
         slower = [c for c, s in got if s < 1]
-        print(f"{problem}: geometric mean {', '.join(parts)}, all {geomean([s for _, s in got]):.2f}x ({len(got)}); "
-              f"slowest {low[1]:.3f}x on {low[0]}; PyTorch faster on {len(slower)}" +
+        print(f"{problem}: geometric mean {', '.join(parts)}, all {geomean([s for _, s in got]):.2f}x over {len(got)}; "
+              f"slowest {low[1]:.3f}x on {low[0]}; PyTorch faster on {len(slower)} cases" +
               (f": {', '.join(slower)}" if slower else ""))
     if every:
         slower = [f"{p} {c} {s:.3f}x" for p, c, s in every if s < 1]
-        print(f"every problem: geometric mean {geomean([s for _, _, s in every]):.2f}x ({len(every)} cases raced); "
-              f"PyTorch faster on {len(slower)}" + (f": {'; '.join(slower)}" if slower else ""))
+        print(f"every problem: geometric mean {geomean([s for _, _, s in every]):.2f}x over {len(every)} cases raced; "
+              f"PyTorch faster on {len(slower)} cases" + (f": {'; '.join(slower)}" if slower else ""))
     for f in failed:
         print(f"not raced or failed: {f}")
 
