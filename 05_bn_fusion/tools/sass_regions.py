@@ -11,12 +11,11 @@ row per opcode (its mnemonic without suffixes, the predicate dropped), each with
 instructions executed, its share of them, and its share of the warp stall samples; opcodes sorted
 by instructions.
 """
-import csv
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stall_sites import ALL, number, read  # noqa: E402
+from stall_sites import ALL, number, read, write_csv  # noqa: E402
 
 
 def opcode(sass):
@@ -48,13 +47,7 @@ def main():
               "sample_share": round(v[1] / samples, 4)} for key, v in sorted(ops.items(), key=lambda kv: -kv[1][0])]
     rows.append({"kind": "total", "name": kernel, "warp_instructions": int(total), "share": 1.0,
                  "sample_share": 1.0})
-    try:
-        with open(out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=["kind", "name", "warp_instructions", "share", "sample_share"])
-            w.writeheader()
-            w.writerows(rows)
-    except OSError as e:
-        sys.exit(f"{out}: {e.strerror}")
+    write_csv(out, ["kind", "name", "warp_instructions", "share", "sample_share"], rows)
     print(f"wrote {out}: {len(regions)} regions, {len(ops)} opcodes, {int(total)} warp instructions")
     return 0
 

@@ -46,6 +46,17 @@ def read(path):
     return head[1], lines
 
 
+def write_csv(out, fields, rows):
+    """rows (dicts) to OUT as CSV with these columns; a one-line error where it cannot be written."""
+    try:
+        with open(out, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+    except OSError as e:
+        sys.exit(f"{out}: {e.strerror}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -76,13 +87,7 @@ def main():
                    "per_warp": round(number(r["Instructions Executed"]) / args.warps, 3), "samples": number(r[ALL])}
             row.update({k: number(r.get(k, "0")) for k in REASONS})
             rows.append(row)
-    try:
-        with open(args.out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=fields)
-            w.writeheader()
-            w.writerows(rows)
-    except OSError as e:
-        sys.exit(f"{args.out}: {e.strerror}")
+    write_csv(args.out, fields, rows)
     print(f"wrote {args.out}: {len(rows)} rows")
     return 0
 
