@@ -95,7 +95,8 @@ def race_line(peer):
     r = peer["race"]
     if "speed_ratio" not in r:
         return f"In one process, `{r['version']}` did not race `{peer['version']}`: {r['check']}.\n"
-    return (f"In one process, alternating {r['rounds']} rounds of {r['reps_per_round']} launches: `{r['version']}` "
+    spin = f", each after a spin of {r['busy_cycles']:,} cycles" if "busy_cycles" in r else ""
+    return (f"In one process, alternating {r['rounds']} rounds of {r['reps_per_round']} launches{spin}: `{r['version']}` "
             f"ran at **{r['speed_ratio']:.3f}×** the speed of `{peer['version']}` (rounds {r['speed_ratio_min']:.3f}–"
             f"{r['speed_ratio_max']:.3f}; medians {r['ms_median']:.4f} ms against {r['peer_ms_median']:.4f} ms; "
             f"check {r['check']}).\n")
