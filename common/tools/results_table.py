@@ -24,6 +24,7 @@ the quote fail until the lesson follows it.
 """
 import argparse
 import glob
+import itertools
 import json
 import os
 import re
@@ -102,46 +103,50 @@ def race_line(peer):
             f"check {r['check']}).\n")
 
 
+def case_table(doc, torch_doc, problem, case):
+    """One case's table: every version's row, PyTorch's rows, and each race's line."""
+    runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
+    h = runs[0]
+    floor_ms = h["bytes"] / (results.ceiling_of(doc, problem)["GBps"] * 1e9) * 1e3
+    params = "".join(f", {k}={param_text(v)}" for k, v in h.get("params", {}).items()
+                     if f"{k}={param_text(v)}" not in case)
+    parts = [f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "
+             f"{floor_ms:.4f} ms at the copy ceiling.\n\n",
+             "| version | kind | ms median [min–max] | GB/s | of copy | vs first | regs | check |\n",
+             "|---|---|---|---:|---:|---:|---:|---|\n"]
+    for r in runs:
+        kind = r["kind"] + (f" ({r['library']})" if r.get("library") else "")
+        if r["check"] == "unsupported":  # a library that refused the case: nothing was timed
+            parts.append(f"| `{r['version']}` | {kind} | unsupported: {r.get('check_detail', '')} | | | | | |\n")
+            continue
+        parts.append(f"| `{r['version']}` | {kind} | {ms(r)} | {r['GBps']:.1f} | {r['fraction_of_copy']:.3f} | "
+                     f"{r['speedup_vs_first']:.2f}× | {regs(r)} | {r['check']} |\n")
+    raced = []
+    for p in (torch_doc or {}).get("runs", []):
+        if p["problem"] == problem and p["case"] == case:
+            parts.append(f"| `{p['version']}` | peer (torch {torch_doc['torch']}) | {ms(p)} | {p['GBps']:.1f} | "
+                         f"{p['fraction_of_copy']:.3f}\\* | – | – | {p['check']} |\n")
+            if p.get("race"):
+                raced.append(race_line(p))
+    if raced:
+        parts.append("\n" + "\n".join(raced))
+    return "".join(parts)
+
+
 def bench_tables(doc, torch_doc=None, prefix="results/"):
     parts = [f"**{doc['gpu']}** (`{prefix}{doc['_file']}`, commit `{doc['commit']}`, {doc['date']}): "
              f"{ceiling_line(doc)}.\n"]
-    peers = (torch_doc or {}).get("runs", [])
     pairs = ordered(doc["runs"], lambda r: (r["problem"], r["case"]))
-    # A problem with several cases is folded (<details>), so that a long lesson stays readable.
-    count = {q: sum(1 for p, _ in pairs if p == q) for q, _ in pairs}
-    for n, (problem, case) in enumerate(pairs):
-        first, last = n == 0 or pairs[n - 1][0] != problem, n + 1 == len(pairs) or pairs[n + 1][0] != problem
-        if first and count[problem] > 1:
-            parts.append(f"\n<details><summary><code>{problem}</code> on the {doc['gpu']}: {count[problem]} cases, "
+    for problem, group in itertools.groupby(pairs, key=lambda pc: pc[0]):
+        cases = [case for _, case in group]
+        fold = len(cases) > 1  # a problem of several cases folded, so that a long lesson stays readable
+        if fold:
+            parts.append(f"\n<details><summary><code>{problem}</code> on the {doc['gpu']}: {len(cases)} cases, "
                          "every version's times</summary>\n")
-        runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
-        h = runs[0]
-        floor_ms = h["bytes"] / (results.ceiling_of(doc, problem)["GBps"] * 1e9) * 1e3
-        params = "".join(f", {k}={param_text(v)}" for k, v in h.get("params", {}).items()
-                         if f"{k}={param_text(v)}" not in case)
-        parts.append(f"\n`{problem}` [{h['dtype']}], {case}{params}: {h['bytes'] / 1e9:.3f} GB moved at least, "
-                     f"{floor_ms:.4f} ms at the copy ceiling.\n\n")
-        parts.append("| version | kind | ms median [min–max] | GB/s | of copy | vs first | regs | check |\n")
-        parts.append("|---|---|---|---:|---:|---:|---:|---|\n")
-        for r in runs:
-            kind = r["kind"] + (f" ({r['library']})" if r.get("library") else "")
-            if r["check"] == "unsupported":  # a library that refused the case: nothing was timed
-                parts.append(f"| `{r['version']}` | {kind} | unsupported: {r.get('check_detail', '')} | | | | | |\n")
-                continue
-            parts.append(f"| `{r['version']}` | {kind} | {ms(r)} | {r['GBps']:.1f} | {r['fraction_of_copy']:.3f} | "
-                         f"{r['speedup_vs_first']:.2f}× | {regs(r)} | {r['check']} |\n")
-        raced = []
-        for p in peers:
-            if p["problem"] == problem and p["case"] == case:
-                parts.append(f"| `{p['version']}` | peer (torch {torch_doc['torch']}) | {ms(p)} | {p['GBps']:.1f} | "
-                             f"{p['fraction_of_copy']:.3f}\\* | – | – | {p['check']} |\n")
-                if p.get("race"):
-                    raced.append(race_line(p))
-        if raced:
-            parts.append("\n" + "\n".join(raced))
-        if last and count[problem] > 1:
+        parts += [case_table(doc, torch_doc, problem, case) for case in cases]
+        if fold:
             parts.append("\n</details>\n")
-    if peers:
+    if (torch_doc or {}).get("runs"):
         parts.append(f"\n\\* PyTorch's rows come from a separate process (`{prefix}{torch_doc['_file']}`, "
                      f"{torch_doc['date']}; the rows above: {doc['date']}), against the copy ceiling measured there: "
                      f"{torch_doc['copy_ceiling']['GBps']:.1f} GB/s ({torch_doc['copy_ceiling']['winner']}).\n")
