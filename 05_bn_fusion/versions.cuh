@@ -49,7 +49,6 @@
 #include "kernels/fwd_v19_warp_columns.cuh"
 #include "kernels/fwd_v20_async_pass.cuh"
 #include "kernels/fwd_v24_mask_runs.cuh"
-#include "kernels/fwd_v25_part_resident.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -261,10 +260,6 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v16 whose mask is written by runs: a warp's segments from three ballots, not a word merge per value",
                                             &fwd_v24_mask_runs<T, kAdd>, &fwd_v13_scratch_bytes<T>,
                                             fwd_v24_kernels<T, kAdd>()));
-  p.versions.push_back(fwd_version<T, kAdd>("v25_part_resident",
-                                            "v14 for an x larger than the shared memory: its front held there, the rest read twice, back to front",
-                                            &fwd_v25_part_resident<T, kAdd>, &fwd_v25_scratch_bytes<T>,
-                                            fwd_v25_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

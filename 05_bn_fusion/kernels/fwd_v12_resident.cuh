@@ -140,14 +140,9 @@ struct ResRaw {
   float K, s1, s2;
 };
 
-// `between` runs on every thread once the copies are asked for, before the first wait (v25 sums the
-// part of its chunk not held there meanwhile).
-struct ResNothing {
-  __device__ void operator()() const {}
-};
-template <class T, bool kAdd, class Between = ResNothing>
+template <class T, bool kAdd>
 __device__ __forceinline__ ResRaw res_raw_sums(const FwdArgs<T>& a, const ResPlan& plan, const ResChunk& k, T* xs,
-                                               std::uint64_t* bars, Between between = {}) {
+                                               std::uint64_t* bars) {
   const int t = static_cast<int>(threadIdx.x), C = plan.C, G = plan.G, c = t % C, g = t / C;
   const int rows = k.len / C;
   const bool mine = g < G && g < rows;
@@ -164,7 +159,6 @@ __device__ __forceinline__ ResRaw res_raw_sums(const FwdArgs<T>& a, const ResPla
     if constexpr (kAdd)
       if (k.bulk > 0) tut::bulk::prefetch_l2(a.r + k.begin, static_cast<unsigned>(k.bulk * sizeof(T)));
   }
-  between();
   float s1 = 0.0f, s2 = 0.0f;
   int i = g * C + c;  // the thread's next element of the chunk
   for (int q = 0; q < kResPieces; ++q) {

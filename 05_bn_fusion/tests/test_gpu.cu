@@ -197,21 +197,6 @@ std::vector<tut::Case> v17_shapes(const tut::Problem<Inst>& p) {
   return shapes_plus(p, dims);
 }
 
-// v25's cuts beyond v12's shapes (where x fits and the tail is empty): x past the 132 SMs' shared
-// memory, so every block reads a tail twice; C = 33 with an odd element count (a pack's channels
-// move from pack to pack, read from shared memory, and the last block's last pack is cut short;
-// in half a tail of a few thousand elements a block); and, outside the sanitizers, C = 64 with a
-// tail of most of the chunk and the suite's 64x64x112x112.
-template <class Inst>
-std::vector<tut::Case> v25_shapes(const tut::Problem<Inst>& p) {
-  std::vector<Dims> dims = {{4, 64, 9, 11}, {3, 65, 5, 5}, {1, 5, 3, 3}, {2, 16, 3, 1}, {2, 1, 300, 301}, {7, 33, 251, 253}};
-  if (!tut::under_sanitizer()) {
-    dims.push_back({4, 64, 300, 301});
-    dims.push_back({64, 64, 112, 112});
-  }
-  return shapes_plus(p, dims);
-}
-
 // Backward problem `p` with its chains' saved state from `e` (a forward problem erased; it must
 // outlive every use of the result) instead of the problem's default forward.
 template <class Inst>
@@ -587,23 +572,6 @@ TEST_SUITE("gpu") {
     cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NCHW"));
     cases.push_back(bn_case(bn_relu_backward_f32(), {5, 7, 7, 7}, "NCHW"));
     check_chains_from_all("v24_mask_runs", cases);
-  }
-
-  TEST_CASE("v25_part_resident: every forward, x held whole and in part, both layouts, operands moved" * tut::needs_gpu()) {
-    check_forward_rung("v25_part_resident", [](const auto& p) { return v25_shapes(p); });
-  }
-
-  TEST_CASE("v25_part_resident: its first launch's bits, launch after launch on one scratch, x drawn again each time" *
-            tut::needs_gpu()) {
-    const std::vector<Dims> dims = {{4, 64, 9, 11}, {7, 33, 251, 253}};
-    check_bits(bn_relu_f32(), dims, "v25_part_resident", nullptr);
-    check_bits(bn_add_relu_f16(), dims, "v25_part_resident", nullptr);
-  }
-
-  TEST_CASE("v25_part_resident: chains, every backward on what its forward saved" * tut::needs_gpu()) {
-    auto cases = small_shapes(bn_relu_backward_f32());
-    cases.push_back(bn_case(bn_relu_backward_f32(), {7, 33, 251, 253}, "NHWC"));
-    check_chains_from_all("v25_part_resident", cases);
   }
 
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
