@@ -238,16 +238,26 @@ const std::int64_t (&fwd_v16_resident())[3] {
   return r;
 }
 
+// The launch of a kernel of v16's shape (v16's, or v24's with its own mask writer): a block per
+// channel, of the width chan_plan picks among Kernels()'s three (512, 256 and 128 threads); where no
+// width holds the channel's values, v15. `who` names the version in an error.
+template <class T, bool kAdd, std::vector<const void*> (*Kernels)()>
+void chan_launch(cudaStream_t st, const FwdArgs<T>& a, void* ws, const char* who) {
+  check_shape(a.s, who);
+  const ChanPlan p = chan_plan(a.s, fwd_v16_resident<T, kAdd, Kernels>());
+  if (p.threads == 0) return fwd_v15_one_cluster<T, kAdd>(st, a, ws);
+  static const std::vector<const void*> kernels = Kernels();
+  const void* kernel = kernels[p.threads == 512 ? 0 : p.threads == 256 ? 1 : 2];
+  FwdArgs<T> args = a;
+  ChanPlan plan = p;
+  void* kargs[] = {&args, &plan};
+  ::tut::check_cuda(cudaLaunchKernel(kernel, dim3(grid_of(a.s.C, who)), dim3(static_cast<unsigned>(p.threads)), kargs, 0, st),
+                    who, __FILE__, __LINE__);
+}
+
 template <class T, bool kAdd>
 void fwd_v16_channel_blocks(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
-  check_shape(a.s, "fwd_v16_channel_blocks");
-  const ChanPlan p = chan_plan(a.s, fwd_v16_resident<T, kAdd>());
-  if (p.threads == 0) return fwd_v15_one_cluster<T, kAdd>(st, a, ws);
-  const unsigned grid = grid_of(a.s.C, "fwd_v16_channel_blocks");
-  if (p.threads == 512) fwd_v16_channel_blocks_kernel<T, kAdd, 8><<<grid, 512, 0, st>>>(a, p);
-  else if (p.threads == 256) fwd_v16_channel_blocks_kernel<T, kAdd, 16><<<grid, 256, 0, st>>>(a, p);
-  else fwd_v16_channel_blocks_kernel<T, kAdd, 32><<<grid, 128, 0, st>>>(a, p);
-  TUT_CHECK_LAUNCH("fwd_v16_channel_blocks_kernel");
+  chan_launch<T, kAdd, &fwd_v16_own_kernels<T, kAdd>>(st, a, ws, "fwd_v16_channel_blocks");
 }
 
 template <class T, bool kAdd>

@@ -80,13 +80,7 @@ template <class T, bool kAdd>
 void fwd_v24_mask_runs(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v24_mask_runs");
   if (a.s.HW < kV24MinRun) return fwd_v16_channel_blocks<T, kAdd>(st, a, ws);
-  const ChanPlan p = chan_plan(a.s, fwd_v16_resident<T, kAdd, &fwd_v24_own_kernels<T, kAdd>>());
-  if (p.threads == 0) return fwd_v15_one_cluster<T, kAdd>(st, a, ws);
-  const unsigned grid = grid_of(a.s.C, "fwd_v24_mask_runs");
-  if (p.threads == 512) fwd_v24_mask_runs_kernel<T, kAdd, 8><<<grid, 512, 0, st>>>(a, p);
-  else if (p.threads == 256) fwd_v24_mask_runs_kernel<T, kAdd, 16><<<grid, 256, 0, st>>>(a, p);
-  else fwd_v24_mask_runs_kernel<T, kAdd, 32><<<grid, 128, 0, st>>>(a, p);
-  TUT_CHECK_LAUNCH("fwd_v24_mask_runs_kernel");
+  chan_launch<T, kAdd, &fwd_v24_own_kernels<T, kAdd>>(st, a, ws, "fwd_v24_mask_runs");
 }
 
 template <class T, bool kAdd>
