@@ -123,10 +123,11 @@ PEERS = {
 # commit 3daa64b). The spin is untimed and both sides of a race get it.
 BUSY_CYCLES = 1_000_000
 
-# The runs that pick the version raced on each case: the whole suite's run on the H200, then later
-# runs of some cases with the rungs that came after it (each case's pick replaced where the later
-# run timed it against the earlier pick, in one process).
-_PICKS = ["NVIDIA_H200.json", "NVIDIA_H200.v24_cases.json"]
+# The runs that pick the version raced on each case, in the order they ran: the whole suite's run on
+# the H200, and after it any run of some cases with rungs that came later (a case's pick is replaced
+# where the later run timed it against the earlier pick, in one process). The suite's run of commit
+# ca6cad0 has every rung, v24 included, so it alone picks.
+_PICKS = ["NVIDIA_H200.json"]
 
 
 def _fastest_in_suite():
