@@ -49,6 +49,7 @@
 #include "kernels/fwd_v19_warp_columns.cuh"
 #include "kernels/fwd_v20_async_pass.cuh"
 #include "kernels/fwd_v24_mask_runs.cuh"
+#include "kernels/fwd_v26_channel_groups.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -260,6 +261,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v16 whose mask is written by runs: a warp's segments from three ballots, not a word merge per value",
                                             &fwd_v24_mask_runs<T, kAdd>, &fwd_v13_scratch_bytes<T>,
                                             fwd_v24_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v26_channel_groups",
+                                            "NHWC, C % 64 == 0, few rows: groups of 64 channels in registers, one grid barrier",
+                                            &fwd_v26_channel_groups<T, kAdd>, &fwd_v26_scratch_bytes<T>,
+                                            fwd_v26_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

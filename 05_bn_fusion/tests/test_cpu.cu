@@ -706,3 +706,49 @@ TEST_CASE("v16's walk: every thread's values of a channel at index_of's places, 
   CHECK(chan_plan(Shape4{4, 5, 1024, Layout::nhwc}, resident).threads == 0);     // NHWC: v15's path
   CHECK(chan_plan(Shape4{2, std::int64_t{1} << 31, 1, Layout::nchw}, resident).threads == 0);  // more channels than a grid's blocks
 }
+
+TEST_CASE("v26's plan: every row in one part, no part empty or past the registers, the grid resident; "
+          "the least R; where it runs v11") {
+  // (N, C, HW) in NHWC on a GPU of 132 SMs and of 2, with one, two or three blocks of 512 resident
+  // per SM as the forms' registers allow.
+  const auto check_type = [](auto zero) {
+    using T = decltype(zero);
+    constexpr int L = kV26Lanes<T>;
+    for (const auto& d : std::vector<std::vector<std::int64_t>>{{64, 1024, 49}, {2, 64, 1}, {3, 64, 35}, {4, 128, 99},
+                                                                {1, 2048, 9}, {2, 192, 561}, {7, 64, 1023}, {1, 64, 2}}) {
+      for (int sms : {132, 2}) {
+        const Shape4 s{d[0], d[1], d[2], Layout::nhwc};
+        const int resident[3] = {3 * sms, 2 * sms, sms};  // forms R = 2, 4, 8
+        const V26Plan p = v26_plan<T>(s, resident[0], resident[1], resident[2]);
+        INFO(s.N, "x", s.C, "x", s.HW, " on ", sms, " SMs, ", sizeof(T), "-byte elements");
+        const std::int64_t rows = s.N * s.HW;
+        if (p.parts == 0) {
+          // only where even R = 8 with every resident block cannot hold the rows, or the groups do not fit
+          const std::int64_t groups = s.C / 64, most = std::min<std::int64_t>({resident[2] / groups, kV26MaxParts});
+          CHECK((groups > resident[2] || rows > most * L * 8));
+          continue;
+        }
+        CHECK(p.rows == rows);
+        CHECK(p.groups == s.C / 64);
+        CHECK(p.per * p.parts >= rows);            // every row in a part
+        CHECK((p.parts - 1) * p.per < rows);       // no part empty
+        CHECK(p.per <= static_cast<std::int64_t>(L) * p.R);  // a part fits in the registers
+        CHECK(p.parts <= kV26MaxParts);
+        const int r_index = p.R == 2 ? 0 : p.R == 4 ? 1 : 2;
+        CHECK(static_cast<std::int64_t>(p.groups) * p.parts <= resident[r_index]);  // the cooperative grid fits
+        for (int smaller = 0; smaller < r_index; ++smaller) {  // no smaller R would have held the part
+          const int R = smaller == 0 ? 2 : 4;
+          const std::int64_t parts = std::min<std::int64_t>({resident[smaller] / p.groups, kV26MaxParts, (rows + L - 1) / L});
+          CHECK((parts < 1 || (rows + parts - 1) / parts > static_cast<std::int64_t>(L) * R));
+        }
+      }
+    }
+    const int r = 132;
+    CHECK(v26_plan<T>(Shape4{64, 1024, 49, Layout::nchw}, 3 * r, 2 * r, r).parts == 0);  // NCHW
+    CHECK(v26_plan<T>(Shape4{64, 1000, 49, Layout::nhwc}, 3 * r, 2 * r, r).parts == 0);  // C % 64 != 0
+    CHECK(v26_plan<T>(Shape4{64, 64, 3136, Layout::nhwc}, 3 * r, 2 * r, r).parts == 0);  // rows past the registers
+    CHECK(v26_plan<T>(Shape4{2, 64 * 400, 1, Layout::nhwc}, 3 * r, 2 * r, r).parts == 0);  // groups past the GPU
+  };
+  check_type(float{});
+  check_type(__half{});
+}

@@ -574,6 +574,35 @@ TEST_SUITE("gpu") {
     check_chains_from_all("v24_mask_runs", cases);
   }
 
+  // v26's groups of 64 channels beyond shapes(): 2 rows, 105 rows (a part not a whole number of
+  // warps' rows), C = 128 and 192 (two and three groups), C = 2048 with 9 rows, 7161 rows (32 parts
+  // in float); and, outside the sanitizers, 15600 rows (past the registers in float: v11; 8 packs a
+  // thread in half), 16600 rows (v11 in both) and 64x1024x7x7 (shapes_plus). In NCHW, and with an
+  // operand moved, v11 runs.
+  TEST_CASE("v26_channel_groups: every forward, its groups and where it runs v11, both layouts, operands moved" *
+            tut::needs_gpu()) {
+    check_forward_rung("v26_channel_groups", [](const auto& p) {
+      std::vector<Dims> dims = {{2, 64, 1, 1}, {3, 64, 5, 7}, {4, 128, 9, 11}, {1, 2048, 3, 3}, {2, 192, 33, 17},
+                                {7, 64, 31, 33}};
+      if (!tut::under_sanitizer()) {
+        dims.push_back({1, 64, 120, 130});
+        dims.push_back({1, 64, 2, 8300});
+      }
+      return shapes_plus(p, dims);
+    });
+    // x = 1000 + noise in float, where the groups run: the merge of the parts' means and M2 keeps the
+    // variance.
+    for (const Dims& d : {Dims{4, 128, 9, 11}, Dims{7, 64, 31, 33}})
+      tut::check_cases(only(bn_relu_f32(), "v26_channel_groups"), {bn_case(bn_relu_f32(), d, "NHWC", 1000.0)});
+  }
+
+  TEST_CASE("v26_channel_groups: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 64, 5, 7}, "NHWC"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 128, 9, 11}, "NHWC"));
+    check_chains_from_all("v26_channel_groups", cases);
+  }
+
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
     check_backward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
