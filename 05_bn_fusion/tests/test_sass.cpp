@@ -465,3 +465,21 @@ TEST_CASE("v20: the pass fills its stages by 16-byte cp.async before it waits (A
     CHECK(count_in(after, "DEPBAR") >= 1);
   }
 }
+
+TEST_CASE("v26: a thread's packs loaded as 16-byte loads and y stored as 16-byte stores, R of each; one grid barrier; no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  // R = 8 in each type, with and without the add (x's 8 packs, and r's in the pass).
+  for (const auto& [name, loads] : std::vector<std::pair<const char*, int>>{
+           {"fwd_v26_channel_groups_kernel<__half, false, 8>", 8},
+           {"fwd_v26_channel_groups_kernel<__half, true, 8>", 16},
+           {"fwd_v26_channel_groups_kernel<float, false, 8>", 8},
+           {"fwd_v26_channel_groups_kernel<float, true, 8>", 16}}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    CHECK(tut::count_memory_ops(k, "LDG", 128) == loads);
+    CHECK(tut::count_memory_ops(k, "STG", 128) == 8);
+    CHECK(tut::count_opcode(k, "ATOM") >= 1);  // grid.sync(): an arrival on a counter in global memory
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}
