@@ -17,7 +17,7 @@
 // the K counts, deviations taken from the first part's mean) and runs the pass from its registers.
 // A row's 64 channels are whole mask words (C % 64 == 0), so the mask is stored word by word with no
 // other block touching it. K is as large as the co-resident grid allows (at most 32 partials a
-// channel, and at least a warp's rows a block), and R the least that holds the part.
+// channel, and parts of at least kV26Lanes rows where the rows allow), and R the least that holds a part.
 //
 // Where it does not apply (NCHW, C % 64 != 0, an operand off a 16-byte boundary, more groups than
 // fit on the GPU, or more rows than the registers hold), it runs v11.
