@@ -219,9 +219,11 @@ std::vector<const void*> fwd_v16_own_kernels() {
           TUT_KERNEL((fwd_v16_channel_blocks_kernel<T, kAdd, 32>))};
 }
 
-// The blocks of each width the current GPU holds at once, by the occupancy calculator; once per
-// device. Kernels(): the three kernels, of 512, 256 and 128 threads.
-template <class T, bool kAdd, std::vector<const void*> (*Kernels)() = &fwd_v16_own_kernels<T, kAdd>>
+// The blocks of each of Kernels()'s three kernels the current GPU holds at once, by the occupancy
+// calculator; once per device. The kernels have 512, 256 and 128 threads (v16's widths), or with
+// kOneWidth 512 each (v26's three forms).
+template <class T, bool kAdd, std::vector<const void*> (*Kernels)() = &fwd_v16_own_kernels<T, kAdd>,
+          bool kOneWidth = false>
 const std::int64_t (&fwd_v16_resident())[3] {
   static std::int64_t cache[64][3] = {};
   int dev = 0;
@@ -231,7 +233,8 @@ const std::int64_t (&fwd_v16_resident())[3] {
     const auto kernels = Kernels();
     for (int k = 0; k < 3; ++k) {
       int per_sm = 0;
-      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels[static_cast<std::size_t>(k)], 512 >> k, 0));
+      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels[static_cast<std::size_t>(k)],
+                                                             kOneWidth ? 512 : 512 >> k, 0));
       r[k] = std::max<std::int64_t>(1, std::int64_t{per_sm} * device_limits().sm_count);
     }
   }

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "kernels/fwd_v11_early_loads.cuh"
+#include "kernels/fwd_v16_channel_blocks.cuh"
 
 #include <cooperative_groups.h>
 
@@ -213,16 +214,6 @@ std::vector<const void*> fwd_v26_own_kernels() {
           TUT_KERNEL((fwd_v26_channel_groups_kernel<T, kAdd, 8>))};
 }
 
-// Blocks of the R-form kernel that can be resident at once on this device.
-template <class T, bool kAdd>
-int v26_resident_blocks(int R) {
-  const auto kernels = fwd_v26_own_kernels<T, kAdd>();
-  const void* kernel = kernels.at(R == 2 ? 0 : R == 4 ? 1 : 2);
-  int per_sm = 0;
-  TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV26Block, 0));
-  return per_sm * device_limits().sm_count;
-}
-
 // The plan for a shape (parts = 0: v26 does not apply), given how many blocks of each form fit.
 // Host only, so that the CPU tests can check it.
 template <class T>
@@ -230,7 +221,7 @@ V26Plan v26_plan(const Shape4& s, int resident2, int resident4, int resident8) {
   V26Plan p;
   if (s.layout != Layout::nhwc || s.C % kV26Group != 0) return p;
   p.rows = s.N * s.HW;
-  p.groups = static_cast<int>(std::min<std::int64_t>(s.C / kV26Group, 1 << 30));
+  p.groups = static_cast<int>(s.C / kV26Group);  // at most 2^24: check_shape caps C at 2^30
   constexpr int L = kV26Lanes<T>;
   const std::int64_t rows_per_warp_part = (p.rows + L - 1) / L;  // parts of at least L rows
   for (const auto& [R, resident] : {std::pair{2, resident2}, std::pair{4, resident4}, std::pair{8, resident8}}) {
@@ -243,13 +234,7 @@ V26Plan v26_plan(const Shape4& s, int resident2, int resident4, int resident8) {
     p.R = R;
     return p;
   }
-  p.parts = 0;
   return p;
-}
-
-template <class T, bool kAdd>
-bool v26_operands_ok(const FwdArgs<T>& a) {
-  return aligned16(a.x) && aligned16(a.y) && (!kAdd || aligned16(a.r));
 }
 
 template <class T>
@@ -262,12 +247,13 @@ template <class T, bool kAdd>
 void fwd_v26_channel_groups(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v26_channel_groups");
   V26Plan plan;
-  if (a.s.layout == Layout::nhwc && a.s.C % kV26Group == 0 && v26_operands_ok<T, kAdd>(a))
-    plan = v26_plan<T>(a.s, v26_resident_blocks<T, kAdd>(2), v26_resident_blocks<T, kAdd>(4),
-                       v26_resident_blocks<T, kAdd>(8));
+  if (fwd_apply_packs_ok<T, kAdd>(a)) {  // x, y (and r) on 16-byte boundaries
+    const auto& resident = fwd_v16_resident<T, kAdd, &fwd_v26_own_kernels<T, kAdd>, true>();
+    plan = v26_plan<T>(a.s, static_cast<int>(resident[0]), static_cast<int>(resident[1]), static_cast<int>(resident[2]));
+  }
   if (plan.parts == 0) return fwd_v11_early_loads<T, kAdd>(st, a, ws);
-  const auto kernels = fwd_v26_own_kernels<T, kAdd>();
-  const void* kernel = kernels.at(plan.R == 2 ? 0 : plan.R == 4 ? 1 : 2);
+  static const std::vector<const void*> kernels = fwd_v26_own_kernels<T, kAdd>();
+  const void* kernel = kernels[plan.R == 2 ? 0 : plan.R == 4 ? 1 : 2];
   FwdArgs<T> args = a;
   auto* partials = static_cast<float2*>(ws);
   void* params[] = {&args, &plan, &partials};
