@@ -1,0 +1,210 @@
+// What a second sweep finds in the L2 after a first one, and whether eviction hints make it more:
+// the two-pass versions' pattern (v17, v19, v20) stripped to its memory traffic. The first kernel
+// reads the streams front to back and sums them (the statistics); the second reads them back to
+// front and writes one stream of the same size with evict-first stores (the pass, y or dx). Each
+// case is one of the chapter's large NHWC tensors:
+//   fwd_f32  64x64x112x112 float:  x, then x -> y       (205.5 MB a stream)
+//   fwd_f16  64x64x112x112 half:   x, then x -> y       (102.8 MB)
+//   bwd_f16  128x64x56x56 half:    x, dy, then x, dy -> dx (51.4 MB each)
+//   bwd_f32  64x64x112x112 float:  x, dy, then x, dy -> dx (205.5 MB each)
+// Each variant changes one hint:
+//   plain       the chapter's: plain loads in both sweeps, the second's stores st.global.cs
+//   pass_first  the second sweep's loads evict-first too (ld.global.cs), so that a line it has
+//               read goes before one it has still to read
+//   keep_last   as pass_first, and the first sweep's loads carry an L2 policy: evict-first before
+//               its last `--keep` MB, evict-last on them, the part the second sweep reads first
+//   read_only   plain, with the second sweep storing nothing: all the L2 can give back
+// It prints each kernel's median time by events over --reps pairs (the first 5 not counted) and
+// their sum. What the second sweep reads from DRAM comes from Nsight Compute with the L2 left as
+// the first kernel left it:
+//   ncu --cache-control none --kernel-name regex:second_sweep --launch-skip 6 --launch-count 1
+//       --metrics dram__bytes_read.sum,gpu__time_duration.sum build/l2_sweeps --case fwd_f32 --variant plain
+// (one command line).
+// Nothing is checked: the data is zeros and only its movement counts. Needs a GPU.
+#include "tut/check.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum class Variant { plain, pass_first, keep_last, read_only };
+
+__device__ __forceinline__ std::uint64_t policy_evict_first() {
+  std::uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ std::uint64_t policy_evict_last() {
+  std::uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ float4 load_with(const float4* p, std::uint64_t policy) {
+  float4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+
+// Sums the streams front to back, grid-stride, 16 bytes a load.
+template <int kStreams>
+__global__ void first_sweep(const float4* a, const float4* b, std::int64_t n, std::int64_t keep, Variant v,
+                            float* sink) {
+  const std::uint64_t first = policy_evict_first(), last = policy_evict_last();
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  float s = 0.f;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float4 x, y = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (v == Variant::keep_last) {
+      const std::uint64_t p = i < n - keep ? first : last;
+      x = load_with(a + i, p);
+      if (kStreams == 2) y = load_with(b + i, p);
+    } else {
+      x = a[i];
+      if (kStreams == 2) y = b[i];
+    }
+    s += x.x + x.y + x.z + x.w + y.x * y.y + y.z * y.w;
+  }
+  if (s == 1234.5f) *sink = s;  // never true on zeros; keeps the loads
+}
+
+// Reads the streams back to front and writes out[i] from them, grid-stride.
+template <int kStreams>
+__global__ void second_sweep(const float4* a, const float4* b, float4* out, std::int64_t n, Variant v, float* sink) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const bool streaming = v == Variant::pass_first || v == Variant::keep_last;
+  float s = 0.f;
+  for (std::int64_t i = n - 1 - (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x); i >= 0;
+       i -= stride) {
+    float4 x, y = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (streaming) {
+      x = __ldcs(a + i);
+      if (kStreams == 2) y = __ldcs(b + i);
+    } else {
+      x = a[i];
+      if (kStreams == 2) y = b[i];
+    }
+    const float4 r = make_float4(fmaxf(x.x + y.x, 0.f), fmaxf(x.y + y.y, 0.f), fmaxf(x.z + y.z, 0.f),
+                                 fmaxf(x.w + y.w, 0.f));
+    if (v == Variant::read_only)
+      s += r.x + r.y + r.z + r.w;
+    else
+      __stcs(out + i, r);
+  }
+  if (s == 1234.5f) *sink = s;
+}
+
+struct Case {
+  const char* what;
+  std::int64_t bytes;  // one stream
+  int streams;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::map<std::string, Case> cases = {
+      {"fwd_f32", {"64x64x112x112 float forward", 64LL * 64 * 112 * 112 * 4, 1}},
+      {"fwd_f16", {"64x64x112x112 half forward", 64LL * 64 * 112 * 112 * 2, 1}},
+      {"bwd_f16", {"128x64x56x56 half backward", 128LL * 64 * 56 * 56 * 2, 2}},
+      {"bwd_f32", {"64x64x112x112 float backward", 64LL * 64 * 112 * 112 * 4, 2}},
+  };
+  const std::map<std::string, Variant> variants = {{"plain", Variant::plain},
+                                                   {"pass_first", Variant::pass_first},
+                                                   {"keep_last", Variant::keep_last},
+                                                   {"read_only", Variant::read_only}};
+  CLI::App app{"Two sweeps over the chapter's large tensors, with and without L2 eviction hints"};
+  std::vector<std::string> which_cases, which_variants;
+  double keep_mb = 40.0;
+  int reps = 25;
+  app.add_option("--case", which_cases, "cases to run (all if none)")->check(CLI::IsMember(cases));
+  app.add_option("--variant", which_variants, "variants to run (all if none)")->check(CLI::IsMember(variants));
+  app.add_option("--keep", keep_mb, "keep_last: MB of the streams marked evict-last")->check(CLI::Range(0.0, 1e5));
+  app.add_option("--reps", reps, "pairs of launches per variant; the first 5 are not counted")
+      ->check(CLI::Range(6, 100000));
+  CLI11_PARSE(app, argc, argv);
+  if (which_cases.empty())
+    for (const auto& c : cases) which_cases.push_back(c.first);
+  if (which_variants.empty()) which_variants = {"plain", "pass_first", "keep_last", "read_only"};
+
+  try {
+    std::int64_t most = 0;
+    for (const auto& c : which_cases) most = std::max(most, cases.at(c).bytes);
+    float4 *a = nullptr, *b = nullptr, *out = nullptr;
+    float* sink = nullptr;
+    TUT_CUDA(cudaMalloc(&a, most));
+    TUT_CUDA(cudaMalloc(&b, most));
+    TUT_CUDA(cudaMalloc(&out, most));
+    TUT_CUDA(cudaMalloc(&sink, sizeof(float)));
+    TUT_CUDA(cudaMemset(a, 0, most));
+    TUT_CUDA(cudaMemset(b, 0, most));
+    int device = 0, sms = 0, l2 = 0;
+    TUT_CUDA(cudaGetDevice(&device));
+    TUT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    TUT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    cudaDeviceProp prop{};
+    TUT_CUDA(cudaGetDeviceProperties(&prop, device));
+    std::printf("%s: %d SMs, L2 %.1f MB; keep_last marks the last %.1f MB of the first sweep evict-last\n", prop.name,
+                sms, l2 / 1e6, keep_mb);
+    const int grid = sms * 4, block = 512;
+    cudaEvent_t e0, e1, e2;
+    TUT_CUDA(cudaEventCreate(&e0));
+    TUT_CUDA(cudaEventCreate(&e1));
+    TUT_CUDA(cudaEventCreate(&e2));
+    for (const auto& cn : which_cases) {
+      const Case& c = cases.at(cn);
+      const std::int64_t n = c.bytes / 16;
+      const std::int64_t keep = std::min<std::int64_t>(n, static_cast<std::int64_t>(keep_mb * 1e6 / 16 / c.streams));
+      for (const auto& vn : which_variants) {
+        const Variant v = variants.at(vn);
+        std::vector<float> t1, t2, sum;
+        for (int rep = 0; rep < reps; ++rep) {
+          TUT_CUDA(cudaEventRecord(e0));
+          if (c.streams == 1)
+            first_sweep<1><<<grid, block>>>(a, b, n, keep, v, sink);
+          else
+            first_sweep<2><<<grid, block>>>(a, b, n, keep, v, sink);
+          TUT_CHECK_LAUNCH("first_sweep");
+          TUT_CUDA(cudaEventRecord(e1));
+          if (c.streams == 1)
+            second_sweep<1><<<grid, block>>>(a, b, out, n, v, sink);
+          else
+            second_sweep<2><<<grid, block>>>(a, b, out, n, v, sink);
+          TUT_CHECK_LAUNCH("second_sweep");
+          TUT_CUDA(cudaEventRecord(e2));
+          TUT_CUDA(cudaEventSynchronize(e2));
+          float m1 = 0.f, m2 = 0.f;
+          TUT_CUDA(cudaEventElapsedTime(&m1, e0, e1));
+          TUT_CUDA(cudaEventElapsedTime(&m2, e1, e2));
+          if (rep >= 5) {
+            t1.push_back(m1);
+            t2.push_back(m2);
+            sum.push_back(m1 + m2);
+          }
+        }
+        const auto median = [](std::vector<float> t) {
+          std::sort(t.begin(), t.end());
+          return t[t.size() / 2];
+        };
+        std::printf("%-8s %-11s first %.4f ms  second %.4f ms  both %.4f ms  (%s, %d x %.1f MB)\n", cn.c_str(),
+                    vn.c_str(), median(t1), median(t2), median(sum), c.what, c.streams, c.bytes / 1e6);
+      }
+    }
+    TUT_CUDA(cudaFree(a));
+    TUT_CUDA(cudaFree(b));
+    TUT_CUDA(cudaFree(out));
+    TUT_CUDA(cudaFree(sink));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "l2_sweeps: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
