@@ -54,50 +54,73 @@ __device__ __forceinline__ float4 load_with(const float4* p, std::uint64_t polic
   return v;
 }
 
-// Sums the streams front to back, grid-stride, 16 bytes a load.
+// Each thread takes kUnroll elements a round, a grid's width apart, and issues all their loads
+// before it uses one: 64 bytes a stream in flight per thread, as the chapter's passes have.
+inline constexpr int kUnroll = 4;
+
+// Sums the streams front to back, 16 bytes a load.
 template <int kStreams>
 __global__ void first_sweep(const float4* a, const float4* b, std::int64_t n, std::int64_t keep, Variant v,
                             float* sink) {
   const std::uint64_t first = policy_evict_first(), last = policy_evict_last();
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const std::int64_t width = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   float s = 0.f;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    float4 x, y = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (v == Variant::keep_last) {
-      const std::uint64_t p = i < n - keep ? first : last;
-      x = load_with(a + i, p);
-      if (kStreams == 2) y = load_with(b + i, p);
-    } else {
-      x = a[i];
-      if (kStreams == 2) y = b[i];
+  for (std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i0 < n;
+       i0 += kUnroll * width) {
+    float4 x[kUnroll], y[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i = i0 + u * width;
+      x[u] = y[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i >= n) continue;
+      if (v == Variant::keep_last) {
+        const std::uint64_t p = i < n - keep ? first : last;
+        x[u] = load_with(a + i, p);
+        if (kStreams == 2) y[u] = load_with(b + i, p);
+      } else {
+        x[u] = a[i];
+        if (kStreams == 2) y[u] = b[i];
+      }
     }
-    s += x.x + x.y + x.z + x.w + y.x * y.y + y.z * y.w;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) s += x[u].x + x[u].y + x[u].z + x[u].w + y[u].x * y[u].y + y[u].z * y[u].w;
   }
   if (s == 1234.5f) *sink = s;  // never true on zeros; keeps the loads
 }
 
-// Reads the streams back to front and writes out[i] from them, grid-stride.
+// Reads the streams back to front and writes out[i] from them.
 template <int kStreams>
 __global__ void second_sweep(const float4* a, const float4* b, float4* out, std::int64_t n, Variant v, float* sink) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const std::int64_t width = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const bool streaming = v == Variant::pass_first || v == Variant::keep_last;
   float s = 0.f;
-  for (std::int64_t i = n - 1 - (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x); i >= 0;
-       i -= stride) {
-    float4 x, y = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (streaming) {
-      x = __ldcs(a + i);
-      if (kStreams == 2) y = __ldcs(b + i);
-    } else {
-      x = a[i];
-      if (kStreams == 2) y = b[i];
+  for (std::int64_t i0 = n - 1 - (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x); i0 >= 0;
+       i0 -= kUnroll * width) {
+    float4 x[kUnroll], y[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i = i0 - u * width;
+      x[u] = y[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < 0) continue;
+      if (streaming) {
+        x[u] = __ldcs(a + i);
+        if (kStreams == 2) y[u] = __ldcs(b + i);
+      } else {
+        x[u] = a[i];
+        if (kStreams == 2) y[u] = b[i];
+      }
     }
-    const float4 r = make_float4(fmaxf(x.x + y.x, 0.f), fmaxf(x.y + y.y, 0.f), fmaxf(x.z + y.z, 0.f),
-                                 fmaxf(x.w + y.w, 0.f));
-    if (v == Variant::read_only)
-      s += r.x + r.y + r.z + r.w;
-    else
-      __stcs(out + i, r);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t i = i0 - u * width;
+      if (i < 0) continue;
+      const float4 r = make_float4(fmaxf(x[u].x + y[u].x, 0.f), fmaxf(x[u].y + y[u].y, 0.f),
+                                   fmaxf(x[u].z + y[u].z, 0.f), fmaxf(x[u].w + y[u].w, 0.f));
+      if (v == Variant::read_only)
+        s += r.x + r.y + r.z + r.w;
+      else
+        __stcs(out + i, r);
+    }
   }
   if (s == 1234.5f) *sink = s;
 }
@@ -154,30 +177,55 @@ int main(int argc, char** argv) {
     TUT_CUDA(cudaGetDeviceProperties(&prop, device));
     std::printf("%s: %d SMs, L2 %.1f MB; keep_last marks the last %.1f MB of the first sweep evict-last\n", prop.name,
                 sms, l2 / 1e6, keep_mb);
-    const int grid = sms * 4, block = 512;
+    const int block = 512;
+    // As many blocks as are resident at once, so that every block runs from the start.
+    const auto resident = [&](const void* kernel) {
+      int per_sm = 0;
+      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+      return sms * per_sm;
+    };
     cudaEvent_t e0, e1, e2;
     TUT_CUDA(cudaEventCreate(&e0));
     TUT_CUDA(cudaEventCreate(&e1));
     TUT_CUDA(cudaEventCreate(&e2));
+    {  // the copy these sweeps are set against, in this process: cudaMemcpy of the largest stream
+      std::vector<float> t;
+      for (int rep = 0; rep < reps; ++rep) {
+        TUT_CUDA(cudaEventRecord(e0));
+        TUT_CUDA(cudaMemcpyAsync(out, a, most, cudaMemcpyDeviceToDevice));
+        TUT_CUDA(cudaEventRecord(e1));
+        TUT_CUDA(cudaEventSynchronize(e1));
+        float m = 0.f;
+        TUT_CUDA(cudaEventElapsedTime(&m, e0, e1));
+        if (rep >= 5) t.push_back(m);
+      }
+      std::sort(t.begin(), t.end());
+      const float ms = t[t.size() / 2];
+      std::printf("copy     %.1f MB  %.4f ms  %.1f GB/s read + write\n", most / 1e6, ms, 2.0 * most / (ms * 1e6));
+    }
     for (const auto& cn : which_cases) {
       const Case& c = cases.at(cn);
       const std::int64_t n = c.bytes / 16;
       const std::int64_t keep = std::min<std::int64_t>(n, static_cast<std::int64_t>(keep_mb * 1e6 / 16 / c.streams));
       for (const auto& vn : which_variants) {
         const Variant v = variants.at(vn);
+        const int g1 = resident(c.streams == 1 ? reinterpret_cast<const void*>(&first_sweep<1>)
+                                               : reinterpret_cast<const void*>(&first_sweep<2>));
+        const int g2 = resident(c.streams == 1 ? reinterpret_cast<const void*>(&second_sweep<1>)
+                                               : reinterpret_cast<const void*>(&second_sweep<2>));
         std::vector<float> t1, t2, sum;
         for (int rep = 0; rep < reps; ++rep) {
           TUT_CUDA(cudaEventRecord(e0));
           if (c.streams == 1)
-            first_sweep<1><<<grid, block>>>(a, b, n, keep, v, sink);
+            first_sweep<1><<<g1, block>>>(a, b, n, keep, v, sink);
           else
-            first_sweep<2><<<grid, block>>>(a, b, n, keep, v, sink);
+            first_sweep<2><<<g1, block>>>(a, b, n, keep, v, sink);
           TUT_CHECK_LAUNCH("first_sweep");
           TUT_CUDA(cudaEventRecord(e1));
           if (c.streams == 1)
-            second_sweep<1><<<grid, block>>>(a, b, out, n, v, sink);
+            second_sweep<1><<<g2, block>>>(a, b, out, n, v, sink);
           else
-            second_sweep<2><<<grid, block>>>(a, b, out, n, v, sink);
+            second_sweep<2><<<g2, block>>>(a, b, out, n, v, sink);
           TUT_CHECK_LAUNCH("second_sweep");
           TUT_CUDA(cudaEventRecord(e2));
           TUT_CUDA(cudaEventSynchronize(e2));
@@ -194,8 +242,9 @@ int main(int argc, char** argv) {
           std::sort(t.begin(), t.end());
           return t[t.size() / 2];
         };
-        std::printf("%-8s %-11s first %.4f ms  second %.4f ms  both %.4f ms  (%s, %d x %.1f MB)\n", cn.c_str(),
-                    vn.c_str(), median(t1), median(t2), median(sum), c.what, c.streams, c.bytes / 1e6);
+        std::printf("%-8s %-11s first %.4f ms  second %.4f ms  both %.4f ms  (%s, %d x %.1f MB; %d and %d blocks of %d)\n",
+                    cn.c_str(), vn.c_str(), median(t1), median(t2), median(sum), c.what, c.streams, c.bytes / 1e6, g1,
+                    g2, block);
       }
     }
     TUT_CUDA(cudaFree(a));
