@@ -20,6 +20,9 @@
 //   ncu --cache-control none --kernel-name regex:second_sweep --launch-skip 6 --launch-count 1
 //       --metrics dram__bytes_read.sum,gpu__time_duration.sum build/l2_sweeps --case fwd_f32 --variant plain
 // (one command line).
+// --block and --per-sm set the grids (by default blocks of 512, as many as are resident): with
+// --variant read_only the first sweep is a plain read of the streams at that occupancy, to set the
+// chapter's statistics kernels against (v17 to v20: 3 blocks of 256 an SM, 4 packs a thread).
 // Nothing is checked: the data is zeros and only its movement counts. Needs a GPU.
 #include "tut/check.hpp"
 
@@ -147,12 +150,14 @@ int main(int argc, char** argv) {
   CLI::App app{"Two sweeps over the chapter's large tensors, with and without L2 eviction hints"};
   std::vector<std::string> which_cases, which_variants;
   double keep_mb = 40.0;
-  int reps = 25;
+  int reps = 25, block = 512, per_sm = 0;
   app.add_option("--case", which_cases, "cases to run (all if none)")->check(CLI::IsMember(cases));
   app.add_option("--variant", which_variants, "variants to run (all if none)")->check(CLI::IsMember(variants));
   app.add_option("--keep", keep_mb, "keep_last: MB of the streams marked evict-last")->check(CLI::Range(0.0, 1e5));
   app.add_option("--reps", reps, "pairs of launches per variant; the first 5 are not counted")
       ->check(CLI::Range(6, 100000));
+  app.add_option("--block", block, "threads a block")->check(CLI::IsMember({128, 256, 512, 1024}));
+  app.add_option("--per-sm", per_sm, "blocks an SM (0: as many as are resident)")->check(CLI::Range(0, 32));
   CLI11_PARSE(app, argc, argv);
   if (which_cases.empty())
     for (const auto& c : cases) which_cases.push_back(c.first);
@@ -177,12 +182,12 @@ int main(int argc, char** argv) {
     TUT_CUDA(cudaGetDeviceProperties(&prop, device));
     std::printf("%s: %d SMs, L2 %.1f MB; keep_last marks the last %.1f MB of the first sweep evict-last\n", prop.name,
                 sms, l2 / 1e6, keep_mb);
-    const int block = 512;
-    // As many blocks as are resident at once, so that every block runs from the start.
+    // As many blocks as are resident at once, so that every block runs from the start, or --per-sm
+    // an SM where that is fewer.
     const auto resident = [&](const void* kernel) {
-      int per_sm = 0;
-      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-      return sms * per_sm;
+      int most = 0;
+      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&most, kernel, block, 0));
+      return sms * (per_sm > 0 ? std::min(per_sm, most) : most);
     };
     cudaEvent_t e0, e1, e2;
     TUT_CUDA(cudaEventCreate(&e0));
