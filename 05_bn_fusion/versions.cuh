@@ -50,7 +50,6 @@
 #include "kernels/fwd_v20_async_pass.cuh"
 #include "kernels/fwd_v24_mask_runs.cuh"
 #include "kernels/fwd_v26_channel_groups.cuh"
-#include "kernels/fwd_v27_sum_walk.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -266,10 +265,6 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "NHWC, C % 64 == 0, few rows: groups of 64 channels in registers, one grid barrier",
                                             &fwd_v26_channel_groups<T, kAdd>, &fwd_v26_scratch_bytes<T>,
                                             fwd_v26_kernels<T, kAdd>()));
-  p.versions.push_back(fwd_version<T, kAdd>("v27_sum_walk",
-                                            "v20 whose statistics walk keeps shifted sums, adds the block's in double, one grid barrier",
-                                            &fwd_v27_sum_walk<T, kAdd>, &fwd_v27_scratch_bytes<T>,
-                                            fwd_v27_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)
