@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -185,9 +186,15 @@ int main(int argc, char** argv) {
     // As many blocks as are resident at once, so that every block runs from the start, or --per-sm
     // an SM where that is fewer.
     const auto resident = [&](const void* kernel) {
-      int most = 0;
-      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&most, kernel, block, 0));
-      return sms * (per_sm > 0 ? std::min(per_sm, most) : most);
+      int fits = 0;
+      TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, block, 0));
+      return sms * (per_sm > 0 ? std::min(per_sm, fits) : fits);
+    };
+    // The median of the samples after the first 5 (the upper of the middle two for an even count).
+    const auto median = [](std::vector<float> t) {
+      t.erase(t.begin(), t.begin() + 5);
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
     };
     cudaEvent_t e0, e1, e2;
     TUT_CUDA(cudaEventCreate(&e0));
@@ -202,10 +209,9 @@ int main(int argc, char** argv) {
         TUT_CUDA(cudaEventSynchronize(e1));
         float m = 0.f;
         TUT_CUDA(cudaEventElapsedTime(&m, e0, e1));
-        if (rep >= 5) t.push_back(m);
+        t.push_back(m);
       }
-      std::sort(t.begin(), t.end());
-      const float ms = t[t.size() / 2];
+      const float ms = median(t);
       std::printf("copy     %.1f MB  %.4f ms  %.1f GB/s read + write\n", most / 1e6, ms, 2.0 * most / (ms * 1e6));
     }
     for (const auto& cn : which_cases) {
@@ -214,39 +220,34 @@ int main(int argc, char** argv) {
       const std::int64_t keep = std::min<std::int64_t>(n, static_cast<std::int64_t>(keep_mb * 1e6 / 16 / c.streams));
       for (const auto& vn : which_variants) {
         const Variant v = variants.at(vn);
-        const int g1 = resident(c.streams == 1 ? reinterpret_cast<const void*>(&first_sweep<1>)
-                                               : reinterpret_cast<const void*>(&first_sweep<2>));
-        const int g2 = resident(c.streams == 1 ? reinterpret_cast<const void*>(&second_sweep<1>)
-                                               : reinterpret_cast<const void*>(&second_sweep<2>));
         std::vector<float> t1, t2, sum;
-        for (int rep = 0; rep < reps; ++rep) {
-          TUT_CUDA(cudaEventRecord(e0));
-          if (c.streams == 1)
-            first_sweep<1><<<g1, block>>>(a, b, n, keep, v, sink);
-          else
-            first_sweep<2><<<g1, block>>>(a, b, n, keep, v, sink);
-          TUT_CHECK_LAUNCH("first_sweep");
-          TUT_CUDA(cudaEventRecord(e1));
-          if (c.streams == 1)
-            second_sweep<1><<<g2, block>>>(a, b, out, n, v, sink);
-          else
-            second_sweep<2><<<g2, block>>>(a, b, out, n, v, sink);
-          TUT_CHECK_LAUNCH("second_sweep");
-          TUT_CUDA(cudaEventRecord(e2));
-          TUT_CUDA(cudaEventSynchronize(e2));
-          float m1 = 0.f, m2 = 0.f;
-          TUT_CUDA(cudaEventElapsedTime(&m1, e0, e1));
-          TUT_CUDA(cudaEventElapsedTime(&m2, e1, e2));
-          if (rep >= 5) {
+        int g1 = 0, g2 = 0;
+        // The pairs of launches over kStreams streams, each sweep timed by events.
+        const auto run = [&](auto streams) {
+          constexpr int kStreams = decltype(streams)::value;
+          g1 = resident(reinterpret_cast<const void*>(&first_sweep<kStreams>));
+          g2 = resident(reinterpret_cast<const void*>(&second_sweep<kStreams>));
+          for (int rep = 0; rep < reps; ++rep) {
+            TUT_CUDA(cudaEventRecord(e0));
+            first_sweep<kStreams><<<g1, block>>>(a, b, n, keep, v, sink);
+            TUT_CHECK_LAUNCH("first_sweep");
+            TUT_CUDA(cudaEventRecord(e1));
+            second_sweep<kStreams><<<g2, block>>>(a, b, out, n, v, sink);
+            TUT_CHECK_LAUNCH("second_sweep");
+            TUT_CUDA(cudaEventRecord(e2));
+            TUT_CUDA(cudaEventSynchronize(e2));
+            float m1 = 0.f, m2 = 0.f;
+            TUT_CUDA(cudaEventElapsedTime(&m1, e0, e1));
+            TUT_CUDA(cudaEventElapsedTime(&m2, e1, e2));
             t1.push_back(m1);
             t2.push_back(m2);
             sum.push_back(m1 + m2);
           }
-        }
-        const auto median = [](std::vector<float> t) {
-          std::sort(t.begin(), t.end());
-          return t[t.size() / 2];
         };
+        if (c.streams == 1)
+          run(std::integral_constant<int, 1>{});
+        else
+          run(std::integral_constant<int, 2>{});
         std::printf("%-8s %-11s first %.4f ms  second %.4f ms  both %.4f ms  (%s, %d x %.1f MB; %d and %d blocks of %d)\n",
                     cn.c_str(), vn.c_str(), median(t1), median(t2), median(sum), c.what, c.streams, c.bytes / 1e6, g1,
                     g2, block);
