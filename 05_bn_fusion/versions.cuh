@@ -50,6 +50,7 @@
 #include "kernels/fwd_v20_async_pass.cuh"
 #include "kernels/fwd_v24_mask_runs.cuh"
 #include "kernels/fwd_v26_channel_groups.cuh"
+#include "kernels/fwd_v28_loads_ahead.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -265,6 +266,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "NHWC, C % 64 == 0, few rows: groups of 64 channels in registers, one grid barrier",
                                             &fwd_v26_channel_groups<T, kAdd>, &fwd_v26_scratch_bytes<T>,
                                             fwd_v26_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v28_loads_ahead",
+                                            "v27's walk with 8 loads in flight before its sums (2 blocks an SM), v20's pass in half, v17's in float",
+                                            &fwd_v28_loads_ahead<T, kAdd>, &fwd_v28_scratch_bytes<T>,
+                                            fwd_v28_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

@@ -603,6 +603,36 @@ TEST_SUITE("gpu") {
     check_chains_from_all("v26_channel_groups", cases);
   }
 
+  // v28's walk beyond v17's shapes (which hold 64x64x112x112: groups of 8 loads, their flush to
+  // double, and the packs after the last group), all NHWC: 8x64x112x112, a group and the rest in
+  // each type, under the sanitizers too; C = 64 with more rows than a round of the grid, C = 33
+  // (33 columns, 7 rows of threads), C = 2048 (256 columns in half: one row of threads; 512 in
+  // float: v19), C = 4096 (the fallback in both), C = 3 with lcm(3, V) elements a row of packs. x =
+  // 1000 + noise in float; its bits launch after launch.
+  TEST_CASE("v28_loads_ahead: every forward, v17's shapes and its columns, both layouts, operands moved; its bits, launch after launch" *
+            tut::needs_gpu()) {
+    const auto shapes = [](const auto& p) {
+      auto cases = v17_shapes(p);
+      for (const Dims& d : {Dims{8, 64, 112, 112}, Dims{8, 64, 56, 56}, Dims{3, 33, 17, 19}, Dims{2, 2048, 3, 5},
+                            Dims{1, 4096, 2, 3}, Dims{5, 3, 7, 9}})
+        cases.push_back(bn_case(p, d, "NHWC"));
+      return cases;
+    };
+    check_forward_rung("v28_loads_ahead", shapes);
+    for (const Dims& d : {Dims{8, 64, 112, 112}, Dims{3, 33, 17, 19}})
+      tut::check_cases(only(bn_relu_f32(), "v28_loads_ahead"), {bn_case(bn_relu_f32(), d, "NHWC", 1000.0)});
+    const std::vector<Dims> dims = {{4, 12, 33, 31}, {2, 64, 30, 30}, {1, 3, 5, 1}, {8, 64, 112, 112}};
+    check_bits(bn_relu_f16(), dims, "v28_loads_ahead", nullptr);
+    check_bits(bn_add_relu_f32(), dims, "v28_loads_ahead", nullptr);
+  }
+
+  TEST_CASE("v28_loads_ahead: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {8, 64, 56, 56}, "NHWC"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {3, 33, 17, 19}, "NHWC"));
+    check_chains_from_all("v28_loads_ahead", cases);
+  }
+
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
     check_backward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
@@ -759,6 +789,10 @@ TEST_SUITE("large") {
     const tut::ProblemEntry e = tut::erase(f);
     const auto p = chained_to(only_these(bn_relu_backward_f32(), {"v17_split_pass", "v19_warp_columns", "v20_async_pass"}), e);
     tut::check_all_at(p, bn_case(p, {1, 2, 32768, 32769}, "NHWC"));
+  }
+  TEST_CASE("past 2^31 elements: bn_relu_f32 v28, its walk's pointer past 2^31 elements (NHWC)" *
+            tut::needs_gpu_memory(std::size_t{40} << 30)) {
+    tut::check_all_at(only(bn_relu_f32(), "v28_loads_ahead"), bn_case(bn_relu_f32(), {1, 2, 32768, 32769}, "NHWC"));
   }
   TEST_CASE("past 2^31 elements: bn_relu_f32 v16, a block for each of 2^20 + 1 channels of 2 x 1024 values" *
             tut::needs_gpu_memory(std::size_t{40} << 30)) {

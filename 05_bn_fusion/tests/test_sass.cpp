@@ -483,3 +483,37 @@ TEST_CASE("v26: a thread's packs loaded as 16-byte loads and y stored as 16-byte
     CHECK(tut::count_opcode(k, "STL") == 0);
   }
 }
+
+TEST_CASE("v28: the walk's 8 loads of 16 bytes issued before the first sum, in both types, no spill; built as v27 was "
+          "(3 blocks an SM, 4 loads), the half walk uses its first load before it issues the second" *
+          doctest::skip(kNoCuobjdump)) {
+  // The position of the n-th instruction of `code` whose opcode starts with one of `prefixes`, or
+  // the code's length.
+  const auto nth = [](const std::vector<tut::SassInstruction>& code, std::vector<std::string> prefixes, int n) {
+    for (std::size_t i = 0; i < code.size(); ++i)
+      for (const auto& p : prefixes)
+        if (code[i].opcode.rfind(p, 0) == 0 && --n == 0) return i;
+    return code.size();
+  };
+  // The walk's loop: the one with the most 16-byte loads.
+  const auto walk = [](const tut::SassKernel& k) {
+    std::vector<tut::SassInstruction> best;
+    for (const auto& loop : tut::loops(k))
+      if (count_in(loop, "LDG", 128) > count_in(best, "LDG", 128)) best = loop;
+    return best;
+  };
+  // A sum: the half walk converts first (HADD2.F32), the float walk subtracts K (FADD).
+  const std::vector<std::string> use = {"HADD2.F32", "FADD"};
+  for (const char* name : {"fwd_v28_stats_kernel<8, __half, 2, 8>", "fwd_v28_stats_kernel<4, float, 2, 8>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    const auto loop = walk(k);
+    CHECK(count_in(loop, "LDG", 128) == 8);
+    CHECK(nth(loop, {"LDG.E.128"}, 8) < nth(loop, use, 1));
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+  const auto loop = walk(kernel("fwd_v28_stats_kernel<8, __half, 3, 4>"));
+  CHECK(count_in(loop, "LDG", 128) == 4);
+  CHECK(nth(loop, {"LDG.E.128"}, 2) > nth(loop, use, 1));
+}
