@@ -25,6 +25,7 @@
 // chapter's statistics kernels against (v17 to v20: 3 blocks of 256 an SM, 4 packs a thread).
 // Nothing is checked: the data is zeros and only its movement counts. Needs a GPU.
 #include "tut/check.hpp"
+#include "tut/timing.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -190,11 +191,9 @@ int main(int argc, char** argv) {
       TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, block, 0));
       return sms * (per_sm > 0 ? std::min(per_sm, fits) : fits);
     };
-    // The median of the samples after the first 5 (the upper of the middle two for an even count).
-    const auto median = [](std::vector<float> t) {
-      t.erase(t.begin(), t.begin() + 5);
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
+    // The median of the samples after the first 5, as the benchmark takes it (tut::summarize).
+    const auto median = [](const std::vector<float>& t) {
+      return tut::summarize(std::vector<double>(t.begin() + 5, t.end())).median;
     };
     cudaEvent_t e0, e1, e2;
     TUT_CUDA(cudaEventCreate(&e0));
@@ -211,7 +210,7 @@ int main(int argc, char** argv) {
         TUT_CUDA(cudaEventElapsedTime(&m, e0, e1));
         t.push_back(m);
       }
-      const float ms = median(t);
+      const double ms = median(t);
       std::printf("copy     %.1f MB  %.4f ms  %.1f GB/s read + write\n", most / 1e6, ms, 2.0 * most / (ms * 1e6));
     }
     for (const auto& cn : which_cases) {
