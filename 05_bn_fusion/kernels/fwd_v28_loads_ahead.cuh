@@ -17,7 +17,8 @@
 // 2 blocks an SM (up to 128 a thread): 512 threads with 128 bytes each in flight, where v27 had
 // 768 with 64 (on paper; in half, 16). Then the pass: v20's ring in half, v17's chunks in float.
 // Where it does not apply (NCHW; a row of packs wider than a block; x, y or r off 16 bytes), v28
-// runs the ladder's forward for the type before it: v20 in half, v19 in float.
+// runs the ladder's forward before it: v20 in half NHWC, else v19 (in half NCHW v20 took 1.056 of
+// v19's time at 64x64x112x112, results/v28_trial/).
 // Bytes: as v17 (x twice, the start of the second read from the L2).
 // Prediction (before any run): at 64x64x112x112 NHWC under Nsight Compute, the statistics kernel
 // near a plain read of x, about 30 us in half (v19's 43.4) and 53 in float (61.9); the half forward
@@ -180,7 +181,7 @@ void fwd_v28_loads_ahead(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   constexpr int V = kPack<T>;
   constexpr bool half = std::is_same_v<T, __half>;
   if (!v28_takes(a.s, V) || !stats_packs_ok<T>(a.s, a.x) || !fwd_apply_packs_ok<T, kAdd>(a)) {
-    if constexpr (half) fwd_v20_async_pass<T, kAdd>(st, a, ws);
+    if (half && a.s.layout == Layout::nhwc) fwd_v20_async_pass<T, kAdd>(st, a, ws);
     else fwd_v19_warp_columns<T, kAdd>(st, a, ws);
     return;
   }
@@ -200,7 +201,8 @@ template <class T, bool kAdd>
 std::vector<const void*> fwd_v28_kernels() {
   constexpr int V = kPack<T>;
   [[maybe_unused]] static const void* const v27_budget = TUT_KERNEL((fwd_v28_stats_kernel<V, T, 3, 4>));
-  std::vector<const void*> k = std::is_same_v<T, __half> ? fwd_v20_kernels<T, kAdd>() : fwd_v19_kernels<T, kAdd>();
+  std::vector<const void*> k = fwd_v19_kernels<T, kAdd>();
+  if constexpr (std::is_same_v<T, __half>) k.push_back(fwd_v20_kernels<T, kAdd>().back());  // v20's pass
   k.push_back(TUT_KERNEL((fwd_v28_stats_kernel<V, T>)));
   return k;
 }
