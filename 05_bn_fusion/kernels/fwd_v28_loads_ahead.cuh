@@ -23,6 +23,11 @@
 // Prediction (before any run): at 64x64x112x112 NHWC under Nsight Compute, the statistics kernel
 // near a plain read of x, about 30 us in half (v19's 43.4) and 53 in float (61.9); the half forward
 // about 0.078 ms (v20 0.0896 in the suite), the float one about 0.155 ms (v19 0.1638).
+//
+// Measured on the H200 (results/v28_trial/; README "Loads before sums"): the statistics kernel 38.2
+// us in half against v19's 44.2 (a plain read of x at its grid 28.9), 55.6 in float against 62.7
+// (52.7); the half forward 0.0895 ms against v20's 0.0901 and cuDNN's fused 0.0893, the float one
+// 0.1620 against v19's 0.1638 and cuDNN's 0.1610.
 #pragma once
 
 #include "kernels/fwd_v14_shifted_sums.cuh"  // DSum
