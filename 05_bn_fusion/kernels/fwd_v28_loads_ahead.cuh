@@ -10,7 +10,7 @@
 // the faster forward (0.1638 ms against 0.1693 at 64x64x112x112 NHWC).
 //
 // How. v27's sums and merge (kernels below): shifted sums in float registers, to doubles in the
-// thread's shared-memory slots every kV28Flush rounds, moved to x's first row at the end, the
+// thread's shared-memory slots every kV28Flush groups, moved to x's first row at the end, the
 // block's sums in double in a fixed order, one grid barrier, then a block per channel. The walk
 // counts its packs once (a 32-bit count) and steps a pointer; it runs whole groups of kU = 8 loads
 // with no bound inside the group, then the rest one by one. The registers for 8 packs come from
