@@ -23,6 +23,15 @@ int count_in(const std::vector<tut::SassInstruction>& code, const std::string& p
     if (i.opcode.rfind(prefix, 0) == 0 && (bits < 0 || tut::access_bits(i.opcode) == bits)) ++n;
   return n;
 }
+
+// The position in `code` of the n-th instruction whose opcode starts with one of `prefixes`, or the
+// code's length.
+std::size_t nth(const std::vector<tut::SassInstruction>& code, const std::vector<std::string>& prefixes, int n) {
+  for (std::size_t i = 0; i < code.size(); ++i)
+    for (const auto& p : prefixes)
+      if (code[i].opcode.rfind(p, 0) == 0 && --n == 0) return i;
+  return code.size();
+}
 }  // namespace
 
 TEST_CASE("v2's normalize pass: one 16-byte load of x (and r), one 16-byte store of y, a ballot per pack position" *
@@ -384,12 +393,6 @@ TEST_CASE("bwd v21: dy and x by the copy engine (4 UBLKCP each), v14's tags and 
 TEST_CASE("v15: every value's load issued before the first sum, the sums in double, one cluster barrier and the other "
           "blocks' sums read from their shared memory, the mask's words ORed in shared memory; no spill" *
           doctest::skip(kNoCuobjdump)) {
-  // The position of the n-th instruction whose opcode starts with `prefix`, or the code's length.
-  const auto nth = [](const std::vector<tut::SassInstruction>& code, const std::string& prefix, int n) {
-    for (std::size_t i = 0; i < code.size(); ++i)
-      if (code[i].opcode.rfind(prefix, 0) == 0 && --n == 0) return i;
-    return code.size();
-  };
   for (const auto& [name, fwd, half] : {std::tuple{"fwd_v15_one_cluster_kernel<float, false>", true, false},
                                         std::tuple{"fwd_v15_one_cluster_kernel<float, true>", true, false},
                                         std::tuple{"fwd_v15_one_cluster_kernel<__half, false>", true, true},
@@ -402,7 +405,7 @@ TEST_CASE("v15: every value's load issued before the first sum, the sums in doub
     INFO(k.name);
     // x's 8 values (and dy's in the backward) before the first conversion to double.
     const std::string load = half ? "LDG.E.U16" : "LDG.E";
-    CHECK(nth(k.code, load, fwd ? 8 : 16) < nth(k.code, "F2F.F64", 1));
+    CHECK(nth(k.code, {load}, fwd ? 8 : 16) < nth(k.code, {"F2F.F64"}, 1));
     CHECK(count_in(k.code, "DADD") >= 2 * 2 * 4);  // the block's sum: at least 4 butterfly levels of two additions
     CHECK(count_in(k.code, "UCGABAR_ARV") == 2);   // the cluster barrier, and the arrival after the reads
     CHECK(count_in(k.code, "UCGABAR_WAIT") == 2);
@@ -416,11 +419,6 @@ TEST_CASE("v15: every value's load issued before the first sum, the sums in doub
 
 TEST_CASE("v16: every value's load (x, r, K*) issued before the block's first barrier, the sums in double, shared mask "
           "words by reductions in global memory; no spill" * doctest::skip(kNoCuobjdump)) {
-  const auto nth = [](const std::vector<tut::SassInstruction>& code, const std::string& prefix, int n) {
-    for (std::size_t i = 0; i < code.size(); ++i)
-      if (code[i].opcode.rfind(prefix, 0) == 0 && --n == 0) return i;
-    return code.size();
-  };
   for (const char* type : {"float", "__half"})
     for (const char* add : {"false", "true"})
       for (const int items : {8, 16, 32}) {  // blocks of 512, 256 and 128 threads
@@ -428,7 +426,7 @@ TEST_CASE("v16: every value's load (x, r, K*) issued before the block's first ba
         INFO(k.name);
         const bool half = std::string(type) == "__half", with_r = std::string(add) == "true";
         const std::string load = half ? "LDG.E.U16" : "LDG.E";
-        CHECK(nth(k.code, load, items * (with_r ? 2 : 1) + 1) < nth(k.code, "BAR.SYNC", 1));  // x (and r), and K*
+        CHECK(nth(k.code, {load}, items * (with_r ? 2 : 1) + 1) < nth(k.code, {"BAR.SYNC"}, 1));  // x (and r), and K*
         CHECK(count_in(k.code, "DADD") >= 2 * items);  // a deviation and a sum per value, in double
         CHECK(count_in(k.code, "SHFL.BFLY") >= 2 * 2 * 5);  // the warp's butterfly: two doubles, five levels
         CHECK(count_in(k.code, "REDG.E.AND") == items);  // a word shared with another block: its bits cleared,
@@ -487,33 +485,18 @@ TEST_CASE("v26: a thread's packs loaded as 16-byte loads and y stored as 16-byte
 TEST_CASE("v28: the walk's 8 loads of 16 bytes issued before the first sum, in both types, no spill; built as v27 was "
           "(3 blocks an SM, 4 loads), the half walk uses its first load before it issues the second" *
           doctest::skip(kNoCuobjdump)) {
-  // The position of the n-th instruction of `code` whose opcode starts with one of `prefixes`, or
-  // the code's length.
-  const auto nth = [](const std::vector<tut::SassInstruction>& code, std::vector<std::string> prefixes, int n) {
-    for (std::size_t i = 0; i < code.size(); ++i)
-      for (const auto& p : prefixes)
-        if (code[i].opcode.rfind(p, 0) == 0 && --n == 0) return i;
-    return code.size();
-  };
-  // The walk's loop: the one with the most 16-byte loads.
-  const auto walk = [](const tut::SassKernel& k) {
-    std::vector<tut::SassInstruction> best;
-    for (const auto& loop : tut::loops(k))
-      if (count_in(loop, "LDG", 128) > count_in(best, "LDG", 128)) best = loop;
-    return best;
-  };
   // A sum: the half walk converts first (HADD2.F32), the float walk subtracts K (FADD).
   const std::vector<std::string> use = {"HADD2.F32", "FADD"};
   for (const char* name : {"fwd_v28_stats_kernel<8, __half, 2, 8>", "fwd_v28_stats_kernel<4, float, 2, 8>"}) {
     const auto& k = kernel(name);
     INFO(k.name);
-    const auto loop = walk(k);
+    const auto loop = tut::main_loop(k, "LDG.E.128");  // the walk
     CHECK(count_in(loop, "LDG", 128) == 8);
     CHECK(nth(loop, {"LDG.E.128"}, 8) < nth(loop, use, 1));
     CHECK(tut::count_opcode(k, "LDL") == 0);
     CHECK(tut::count_opcode(k, "STL") == 0);
   }
-  const auto loop = walk(kernel("fwd_v28_stats_kernel<8, __half, 3, 4>"));
+  const auto loop = tut::main_loop(kernel("fwd_v28_stats_kernel<8, __half, 3, 4>"), "LDG.E.128");
   CHECK(count_in(loop, "LDG", 128) == 4);
   CHECK(nth(loop, {"LDG.E.128"}, 2) > nth(loop, use, 1));
 }
