@@ -14,6 +14,20 @@
 //   keep_last   as pass_first, and the first sweep's loads carry an L2 policy: evict-first before
 //               its last `--keep` MB, evict-last on them, the part the second sweep reads first
 //   read_only   plain, with the second sweep storing nothing: all the L2 can give back
+//   held        one cooperative kernel, one block of 1024 threads an SM, in the pattern of a
+//               semi-persistent kernel (cuDNN's fused NHWC ones): the first sweep keeps each
+//               thread's first rounds on chip (kHeldRegs a stream in registers, then as many as
+//               the shared memory takes), a grid barrier, then the second sweep reads only the
+//               rounds not held, last first, and writes every one. A round is a grid's width of
+//               16-byte packs, so the blocks' loads interleave as in the sweeps above.
+//   held_chunks the same, but block b owns one contiguous chunk of the streams, read front to back,
+//               and holds the chunk's front (the layout of the trial fwd v25_part_resident).
+// The held variants ask whether reading fewer bytes pays at all in this pattern, before any of a
+// kernel's arithmetic. Prediction (before any run): on the H200, 4 + 14 rounds of 1024 x 16 bytes
+// a block (132 blocks) hold 38.9 MB of one stream; at 64x64x112x112 half the held kernel moves
+// about 102.8 + 63.9 + 102.8 MB where plain moves 308.4, so at plain's rate about 0.074 ms against
+// plain's 0.0849, under cuDNN's fused forward (0.0889 in the suite); held_chunks the same bytes,
+// so the same time unless the chunk layout itself is what held v25.
 // It prints each kernel's median time by events over --reps pairs (the first 5 not counted) and
 // their sum. What the second sweep reads from DRAM comes from Nsight Compute with the L2 left as
 // the first kernel left it:
@@ -28,18 +42,20 @@
 #include "tut/timing.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 namespace {
 
-enum class Variant { plain, pass_first, keep_last, read_only };
+enum class Variant { plain, pass_first, keep_last, read_only, held, held_chunks };
 
 __device__ __forceinline__ std::uint64_t policy_evict_first() {
   std::uint64_t p;
@@ -130,6 +146,83 @@ __global__ void second_sweep(const float4* a, const float4* b, float4* out, std:
   if (s == 1234.5f) *sink = s;
 }
 
+// held and held_chunks: both sweeps in one cooperative kernel. Thread t of block b takes, in round
+// r, the pack at(r) of each stream: r * width + b * blockDim + t interleaved (width = the grid's
+// threads), b * chunk + r * blockDim + t in chunks. Rounds [0, kHeldRegs) stay in registers,
+// [kHeldRegs, kHeldRegs + smem_rounds) in shared memory (a round's packs of a stream side by
+// side), the rest are read again after the barrier, last first, 4 rounds in flight.
+inline constexpr int kHeldRegs = 4;
+inline constexpr int kHeldBlock = 1024;
+
+template <int kStreams, bool kChunks>
+__global__ void __launch_bounds__(kHeldBlock, 1) held_sweeps(const float4* a, const float4* b, float4* out,
+                                                             std::int64_t n, int smem_rounds, float* sink) {
+  extern __shared__ float4 held[];  // [round][stream][thread]
+  const std::int64_t width = static_cast<std::int64_t>(gridDim.x) * kHeldBlock;
+  const std::int64_t chunk = (n + gridDim.x - 1) / gridDim.x;
+  const std::int64_t base = kChunks ? static_cast<std::int64_t>(blockIdx.x) * chunk : static_cast<std::int64_t>(blockIdx.x) * kHeldBlock;
+  const std::int64_t end = kChunks ? (n < base + chunk ? n : base + chunk) : n;
+  const std::int64_t step = kChunks ? kHeldBlock : width;
+  const std::int64_t rounds = end > base ? (end - base + step - 1) / step : 0;  // this block's rounds
+  const auto at = [&](std::int64_t r) { return base + r * step + threadIdx.x; };
+  const auto load = [&](const float4* s, std::int64_t i) { return i < end ? s[i] : make_float4(0.f, 0.f, 0.f, 0.f); };
+  float acc = 0.f;
+  const auto add = [&](const float4& x, const float4& y) { acc += x.x + x.y + x.z + x.w + y.x * y.y + y.z * y.w; };
+  // the first sweep
+  float4 rx[kHeldRegs], ry[kHeldRegs];
+#pragma unroll
+  for (int r = 0; r < kHeldRegs; ++r) {
+    rx[r] = load(a, at(r));
+    ry[r] = kStreams == 2 ? load(b, at(r)) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+#pragma unroll
+  for (int r = 0; r < kHeldRegs; ++r) add(rx[r], ry[r]);
+  for (std::int64_t r0 = kHeldRegs; r0 < rounds; r0 += 4) {
+    float4 x[4], y[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      x[u] = r0 + u < rounds ? load(a, at(r0 + u)) : make_float4(0.f, 0.f, 0.f, 0.f);
+      y[u] = kStreams == 2 && r0 + u < rounds ? load(b, at(r0 + u)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      add(x[u], y[u]);
+      const std::int64_t slot = r0 + u - kHeldRegs;
+      if (slot < smem_rounds) {
+        held[(slot * kStreams) * kHeldBlock + threadIdx.x] = x[u];
+        if (kStreams == 2) held[(slot * kStreams + 1) * kHeldBlock + threadIdx.x] = y[u];
+      }
+    }
+  }
+  cooperative_groups::this_grid().sync();
+  const auto put = [&](std::int64_t i, const float4& x, const float4& y) {
+    if (i < end)
+      __stcs(out + i, make_float4(fmaxf(x.x + y.x, 0.f), fmaxf(x.y + y.y, 0.f), fmaxf(x.z + y.z, 0.f), fmaxf(x.w + y.w, 0.f)));
+  };
+  // the second sweep: the rounds not held, last first, then those in shared memory, then registers
+  const std::int64_t first_read = kHeldRegs + smem_rounds;
+  for (std::int64_t r0 = rounds - 1; r0 >= first_read; r0 -= 4) {
+    float4 x[4], y[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      x[u] = r0 - u >= first_read ? load(a, at(r0 - u)) : make_float4(0.f, 0.f, 0.f, 0.f);
+      y[u] = kStreams == 2 && r0 - u >= first_read ? load(b, at(r0 - u)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (r0 - u >= first_read) put(at(r0 - u), x[u], y[u]);
+  }
+  for (std::int64_t slot = (smem_rounds < rounds - kHeldRegs ? smem_rounds : rounds - kHeldRegs) - 1; slot >= 0; --slot) {
+    const float4 x = held[(slot * kStreams) * kHeldBlock + threadIdx.x];
+    const float4 y = kStreams == 2 ? held[(slot * kStreams + 1) * kHeldBlock + threadIdx.x] : make_float4(0.f, 0.f, 0.f, 0.f);
+    put(at(kHeldRegs + slot), x, y);
+  }
+#pragma unroll
+  for (int r = kHeldRegs - 1; r >= 0; --r)
+    if (r < rounds) put(at(r), rx[r], ry[r]);
+  if (acc == 1234.5f) *sink = acc;
+}
+
 struct Case {
   const char* what;
   std::int64_t bytes;  // one stream
@@ -148,7 +241,9 @@ int main(int argc, char** argv) {
   const std::map<std::string, Variant> variants = {{"plain", Variant::plain},
                                                    {"pass_first", Variant::pass_first},
                                                    {"keep_last", Variant::keep_last},
-                                                   {"read_only", Variant::read_only}};
+                                                   {"read_only", Variant::read_only},
+                                                   {"held", Variant::held},
+                                                   {"held_chunks", Variant::held_chunks}};
   CLI::App app{"Two sweeps over the chapter's large tensors, with and without L2 eviction hints"};
   std::vector<std::string> which_cases, which_variants;
   double keep_mb = 40.0;
@@ -163,7 +258,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (which_cases.empty())
     for (const auto& c : cases) which_cases.push_back(c.first);
-  if (which_variants.empty()) which_variants = {"plain", "pass_first", "keep_last", "read_only"};
+  if (which_variants.empty()) which_variants = {"plain", "pass_first", "keep_last", "read_only", "held", "held_chunks"};
 
   try {
     std::int64_t most = 0;
@@ -219,6 +314,45 @@ int main(int argc, char** argv) {
       const std::int64_t keep = std::min<std::int64_t>(n, static_cast<std::int64_t>(keep_mb * 1e6 / 16 / c.streams));
       for (const auto& vn : which_variants) {
         const Variant v = variants.at(vn);
+        if (v == Variant::held || v == Variant::held_chunks) {
+          // One cooperative kernel a rep, a block an SM, the shared memory filled with held rounds.
+          std::vector<float> t;
+          int rounds_smem = 0;
+          const auto run_held = [&](auto streams, auto chunks) {
+            constexpr int kStreams = decltype(streams)::value;
+            const void* kernel = reinterpret_cast<const void*>(&held_sweeps<kStreams, decltype(chunks)::value>);
+            cudaFuncAttributes fa{};
+            TUT_CUDA(cudaFuncGetAttributes(&fa, kernel));
+            rounds_smem = static_cast<int>((prop.sharedMemPerBlockOptin - fa.sharedSizeBytes) / (16 * kHeldBlock * kStreams));
+            const int dyn = rounds_smem * 16 * kHeldBlock * kStreams;
+            TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
+            int fits = 0;
+            TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, kernel, kHeldBlock, dyn));
+            if (fits < 1) throw std::runtime_error("held_sweeps: a block of 1024 threads does not fit an SM");
+            std::int64_t nn = n;
+            void* args[] = {&a, &b, &out, &nn, &rounds_smem, &sink};
+            for (int rep = 0; rep < reps; ++rep) {
+              TUT_CUDA(cudaEventRecord(e0));
+              TUT_CUDA(cudaLaunchCooperativeKernel(kernel, sms, kHeldBlock, args, dyn, 0));
+              TUT_CUDA(cudaEventRecord(e1));
+              TUT_CUDA(cudaEventSynchronize(e1));
+              float m = 0.f;
+              TUT_CUDA(cudaEventElapsedTime(&m, e0, e1));
+              t.push_back(m);
+            }
+          };
+          const bool chunks = v == Variant::held_chunks;
+          if (c.streams == 1 && !chunks) run_held(std::integral_constant<int, 1>{}, std::false_type{});
+          else if (c.streams == 1) run_held(std::integral_constant<int, 1>{}, std::true_type{});
+          else if (!chunks) run_held(std::integral_constant<int, 2>{}, std::false_type{});
+          else run_held(std::integral_constant<int, 2>{}, std::true_type{});
+          const double held_mb = static_cast<double>(sms) * kHeldBlock * 16 * c.streams * (kHeldRegs + rounds_smem) / 1e6;
+          std::printf("%-8s %-11s one kernel %.4f ms  (%s, %d x %.1f MB; %d blocks of %d; %.1f MB held on chip, %d rounds a stream: %d in registers, %d in shared memory)\n",
+                      cn.c_str(), vn.c_str(), median(t), c.what, c.streams, c.bytes / 1e6, sms, kHeldBlock,
+                      std::min(held_mb, static_cast<double>(c.streams) * c.bytes / 1e6), kHeldRegs + rounds_smem,
+                      kHeldRegs, rounds_smem);
+          continue;
+        }
         std::vector<float> t1, t2, sum;
         int g1 = 0, g2 = 0;
         // The pairs of launches over kStreams streams, each sweep timed by events.
