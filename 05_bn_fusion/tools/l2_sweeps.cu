@@ -28,6 +28,10 @@
 // about 102.8 + 63.9 + 102.8 MB where plain moves 308.4, so at plain's rate about 0.074 ms against
 // plain's 0.0849, under cuDNN's fused forward (0.0889 in the suite); held_chunks the same bytes,
 // so the same time unless the chunk layout itself is what held v25.
+// Measured on the H200 (results/NVIDIA_H200.l2_sweeps_held.txt, ncu_l2_held.csv; README "What holding
+// part of x on chip is worth"): held 0.0747 ms in half against plain's 0.0868 (141.2 MB read from
+// DRAM), held_chunks 0.0768; held below cuDNN's fused path, timed in the benchmark's process of the
+// same call, in all four cases.
 // It prints each kernel's median time by events over --reps pairs (the first 5 not counted) and
 // their sum. What the second sweep reads from DRAM comes from Nsight Compute with the L2 left as
 // the first kernel left it:
