@@ -51,6 +51,7 @@
 #include "kernels/fwd_v24_mask_runs.cuh"
 #include "kernels/fwd_v26_channel_groups.cuh"
 #include "kernels/fwd_v28_loads_ahead.cuh"
+#include "kernels/fwd_v29_held_rounds.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -270,6 +271,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "v27's walk with 8 loads in flight before its sums (2 blocks an SM), v20's pass in half, v17's in float",
                                             &fwd_v28_loads_ahead<T, kAdd>, &fwd_v28_scratch_bytes<T>,
                                             fwd_v28_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v29_held_rounds",
+                                            "half NHWC: one kernel a block an SM, each thread's first packs kept in shared memory for the pass, rounds side by side",
+                                            &fwd_v29_held_rounds<T, kAdd>, &fwd_v29_scratch_bytes<T>,
+                                            fwd_v29_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)

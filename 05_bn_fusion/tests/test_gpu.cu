@@ -633,6 +633,37 @@ TEST_SUITE("gpu") {
     check_chains_from_all("v28_loads_ahead", cases);
   }
 
+  // v29's held rounds (half NHWC, C dividing 64) beyond v17's shapes (which hold 64x64x112x112: 48
+  // packs a thread, 12 kept): 8x64x56x56 and 128x64x56x56 (the suite's; 24 packs a thread, 12
+  // kept), 16x32x112x112 (C = 32: 4 packs a row), C = 8, 4, 2 and 1 (a pack of 1, 2, 4 or 8 rows:
+  // a channel at several positions of a row), an odd count with C = 4 (elements past the last
+  // pack, and a mask word the packs do not fill), a tensor with fewer packs than threads, 3 x 64 x
+  // 999 x 1000 (more packs a thread than kept, a partial last round); and where it runs v28: C =
+  // 33, C = 128, NCHW, an operand moved (check_forward_rung), float. Its bits, launch after launch.
+  TEST_CASE("v29_held_rounds: every forward, its shapes and where it runs v28, both layouts, operands moved; its bits, launch after launch" *
+            tut::needs_gpu()) {
+    const auto shapes = [](const auto& p) {
+      auto cases = v17_shapes(p);
+      std::vector<Dims> dims = {{8, 64, 56, 56}, {3, 8, 17, 19},  {5, 4, 7, 9},   {2, 2, 33, 31}, {7, 1, 13, 11},
+                                {1, 4, 3, 3},    {2, 16, 5, 5},   {3, 33, 17, 19}, {2, 128, 9, 11}};
+      if (!tut::under_sanitizer())
+        for (const Dims& d : {Dims{128, 64, 56, 56}, Dims{16, 32, 112, 112}, Dims{3, 64, 999, 1000}}) dims.push_back(d);
+      for (const Dims& d : dims) cases.push_back(bn_case(p, d, "NHWC"));
+      return cases;
+    };
+    check_forward_rung("v29_held_rounds", shapes);
+    const std::vector<Dims> dims = {{5, 4, 7, 9}, {2, 64, 30, 30}, {8, 64, 56, 56}};
+    check_bits(bn_relu_f16(), dims, "v29_held_rounds", nullptr);
+    check_bits(bn_add_relu_f16(), dims, "v29_held_rounds", nullptr);
+  }
+
+  TEST_CASE("v29_held_rounds: chains, every backward on what its forward saved" * tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {8, 64, 56, 56}, "NHWC"));
+    cases.push_back(bn_case(bn_relu_backward_f32(), {5, 4, 7, 9}, "NHWC"));
+    check_chains_from_all("v29_held_rounds", cases);
+  }
+
   TEST_CASE("v17_split_pass: every forward and backward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });
     check_backward_rung("v17_split_pass", [](const auto& p) { return v17_shapes(p); });

@@ -500,3 +500,20 @@ TEST_CASE("v28: the walk's 8 loads of 16 bytes issued before the first sum, in b
   CHECK(count_in(loop, "LDG", 128) == 4);
   CHECK(nth(loop, {"LDG.E.128"}, 2) > nth(loop, use, 1));
 }
+
+TEST_CASE("v29: the walk's 4 loads of 16 bytes issued before its first sum, the kept packs to shared memory in 16 "
+          "bytes and back in the pass, y in 16-byte stores, no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"fwd_v29_kernel<__half, false>", "fwd_v29_kernel<__half, true>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    const auto walk = tut::loop_around(k, "STS.128");  // the walk stores the packs it keeps
+    CHECK(count_in(walk, "LDG", 128) == 4);
+    CHECK(nth(walk, {"LDG.E.128"}, 4) < nth(walk, {"HADD2.F32"}, 1));
+    CHECK(tut::count_memory_ops(k, "LDS", 128) >= 1);
+    CHECK(tut::count_memory_ops(k, "STG", 128) >= 1);
+    CHECK(tut::count_opcode(k, "ATOM") >= 1);  // grid.sync(): an arrival on a counter in global memory
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}

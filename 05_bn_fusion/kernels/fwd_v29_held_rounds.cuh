@@ -1,0 +1,269 @@
+// fwd v29_held_rounds: half NHWC, part of x held on chip between the statistics and the pass, in
+// the rounds the grid reads side by side. One cooperative kernel, one block of 1024 threads an SM.
+//
+// Why. The two-pass forwards run at their traffic's pace (v28 took 1.029 of the time of two plain
+// sweeps over x at 64x64x112x112 half), and cuDNN's fused forward there is level with them. The
+// traffic of a kernel that keeps each thread's first packs on chip and reads only the rest again
+// took 0.861 of the two sweeps' time and 0.844 of cuDNN's (tools/l2_sweeps, variant held; README
+// "What holding part of x on chip is worth"). v25 held part of x too, each block on its own chunk,
+// and that layout alone cost 1.028 of the held traffic's time.
+//
+// How.
+//   The walk. A row is P = L / V packs (L = lcm(C, V) elements). Thread t is column tx = t % P of
+//   row ty = t / P of its block; its packs are rows ty + b by, then a grid's rows further each
+//   round (by = 1024 / P rows a block), so a round of the grid reads one run of memory, as the two
+//   sweeps do. Its first `held` packs also go to shared memory (16 KiB a round of the block), as
+//   many as fit beside the merge's buffer. Sums of deviations from the thread's first value, in
+//   float (at most kV29MostPacks packs a thread, so the sums' rounding stays under 2^-12 of them).
+//   The block's sums. Moved to K* = x[c] in double, merged over the lanes of a column by shuffles
+//   (P divides 32) and over the warps in a fixed order through shared memory, then over the
+//   positions of a channel in a row: every block's partials in the same bits, launch after launch.
+//   The merge. A grid barrier; block b takes channels b, b + G, ... (v28's), the elements past the
+//   last whole pack added by one thread; then a second grid barrier.
+//   The pass. The packs not held, last first (the L2 still holds the last ones read), 4 loads in
+//   flight; then the held ones from shared memory. v17's arithmetic, y evict-first, a byte of the
+//   mask a pack (fwd_finish_pack). The elements from the last mask word the packs do not fill whole
+//   go to one warp, 32 at a time with ballots (fwd_apply_tail).
+// Where it does not apply (float; NCHW; P not dividing 32 or L > 64; more than kV29MostPacks packs a
+// thread; x, y or r off 16 bytes; the dynamic shared memory refused), v29 runs v28.
+// Bytes: x once, less what is held, then y and the mask; the held part is not read twice.
+// Prediction (before any run): at 64x64x112x112 NHWC half, with about 25 MB held, under v28's
+// 0.0894 ms and cuDNN's 0.0885 (results/NVIDIA_H200.held_peers64.txt): about 0.080 ms.
+// Measured on the H200 (results/v29_trial/; README "Part of x held between the sweeps"): wrong
+// there. 155.2 MB read from DRAM (cuDNN's kernel 160.3, v28's two 205.6 with the caches flushed),
+// but 0.0900 ms against v28's 0.0897 and cuDNN's 0.0895, the DRAM 46.5 % busy under Nsight
+// Compute. Ahead of v28 where x fits (16x32x112x112 half, 0.0220 ms against 0.0239) and in the Add
+// form (128x64x56x56, 0.0562 against 0.0613); in the race against PyTorch behind v28 in the plain
+// forward (1.464x against 1.513x at 64x64x112x112), ahead in the Add form (1.911x against 1.866x).
+#pragma once
+
+#include "kernels/fwd_v28_loads_ahead.cuh"
+
+namespace ch05 {
+
+inline constexpr int kV29Threads = 1024;            // one block an SM
+inline constexpr int kV29Warps = kV29Threads / 32;
+inline constexpr int kV29Ahead = 4;                 // loads in flight a thread, in both sweeps
+inline constexpr int kV29MostL = 64;                // elements a row at most (the merge's buffer)
+inline constexpr int kV29MostPacks = 256;           // packs a thread at most (its float sums)
+
+struct V29Plan {
+  int P = 1, by = 1, held = 0;      // packs a row, rows a block, packs a thread keeps on chip
+  std::int64_t q_full = 0;          // whole packs
+  std::int64_t tail_from = 0;       // the first element of the last mask word the packs do not fill
+};
+
+// The merge's buffer, then the held packs: [slot][thread].
+struct V29Shared {
+  double ws[kV29Warps * kV29MostL * 2];
+};
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kV29Threads, 1)
+    fwd_v29_kernel(FwdArgs<T> a, ChannelParams p, DSum* partials, V29Plan plan, ChannelMap map) {
+  constexpr int V = kPack<T>;
+  extern __shared__ uint4 held[];
+  __shared__ V29Shared sh;
+  __shared__ double w1[kV29Warps], w2[kV29Warps];
+  __shared__ __align__(16) float prm[3][kV29MostL];  // the pass's mean, scale and shift by position in a row
+  const int C = static_cast<int>(a.s.C), P = plan.P, L = P * V;
+  const int t = static_cast<int>(threadIdx.x), tx = t % P, ty = t / P, lane = t % 32, warp = t / 32;
+  // The thread's packs: rows r0, r0 + dr, ... whose pack in column tx is whole.
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * plan.by + ty;
+  const std::int64_t dr = static_cast<std::int64_t>(gridDim.x) * plan.by;
+  const std::int64_t rows = (plan.q_full - tx + P - 1) / P;
+  const int n = r0 < rows ? static_cast<int>((rows - r0 + dr - 1) / dr) : 0;
+  const int kept = n < plan.held ? n : plan.held;
+  const std::int64_t e_first = (r0 * P + tx) * V, e_step = dr * L;  // pack k's first element: e_first + k e_step
+  const auto elem = [&](int k) { return e_first + k * e_step; };
+
+  // 1. The walk: float sums of deviations from the first value, the first `kept` packs kept.
+  float K[V], s1[V], s2[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) K[j] = s1[j] = s2[j] = 0.0f;
+  if (n > 0) unpack<V, T>(load_raw<V, T>(a.x + elem(0)), K);
+  for (int k0 = 0; k0 < n; k0 += kV29Ahead) {
+    uint4 raw[kV29Ahead];
+#pragma unroll
+    for (int u = 0; u < kV29Ahead; ++u)
+      if (k0 + u < n) raw[u] = load_raw<V, T>(a.x + elem(k0 + u));
+#pragma unroll
+    for (int u = 0; u < kV29Ahead; ++u) {
+      if (k0 + u < n) v28_add<V, T>(raw[u], K, s1, s2);
+      if (k0 + u < kept) held[(k0 + u) * kV29Threads + t] = raw[u];
+    }
+  }
+  // 2. The block's sums, to K* = x[c] in double: over a column's lanes, then the warps in order.
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int c = (tx * V + j) % C;
+    const double d = static_cast<double>(K[j]) - static_cast<double>(to_float(a.x[c]));
+    double a1 = static_cast<double>(s1[j]), a2 = static_cast<double>(s2[j]);
+    a2 = a2 + 2.0 * d * a1 + n * d * d;
+    a1 = a1 + n * d;
+    for (int o = 16; o >= P; o /= 2) {
+      a1 += __shfl_xor_sync(kFullWarp, a1, o);
+      a2 += __shfl_xor_sync(kFullWarp, a2, o);
+    }
+    if (lane < P) {
+      sh.ws[(warp * L + lane * V + j) * 2] = a1;
+      sh.ws[(warp * L + lane * V + j) * 2 + 1] = a2;
+    }
+  }
+  __syncthreads();
+  double b1 = 0.0, b2 = 0.0;
+  if (t < L)
+    for (int w = 0; w < kV29Warps; ++w) b1 += sh.ws[(w * L + t) * 2], b2 += sh.ws[(w * L + t) * 2 + 1];
+  __syncthreads();
+  if (t < L) sh.ws[t * 2] = b1, sh.ws[t * 2 + 1] = b2;
+  __syncthreads();
+  if (t < C) {  // channel t sits at positions t, t + C, ... of a row
+    double c1 = 0.0, c2 = 0.0;
+    for (int i = t; i < L; i += C) c1 += sh.ws[i * 2], c2 += sh.ws[i * 2 + 1];
+    partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = DSum{c1, c2};
+  }
+  cg::grid_group grid = cg::this_grid();
+  grid.sync();
+
+  // 3. The merge: block b takes channels b, b + G, ... (as v28's).
+  const int G = static_cast<int>(gridDim.x);
+  const std::int64_t tail_first = plan.q_full * V, numel = a.s.numel();
+  for (int c = static_cast<int>(blockIdx.x); c < C; c += G) {
+    double m1 = 0.0, m2 = 0.0;
+    for (int k = t; k < G; k += kV29Threads) {
+      const DSum d = partials[static_cast<std::int64_t>(k) * C + c];
+      m1 += d.s1;
+      m2 += d.s2;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      m1 += __shfl_xor_sync(kFullWarp, m1, o);
+      m2 += __shfl_xor_sync(kFullWarp, m2, o);
+    }
+    if (lane == 0) w1[warp] = m1, w2[warp] = m2;
+    __syncthreads();
+    if (t == 0) {
+      double t1 = 0.0, t2 = 0.0;
+      for (int k = 0; k < kV29Warps; ++k) t1 += w1[k], t2 += w2[k];
+      const float ks = to_float(a.x[c]);
+      // the elements past the last whole pack (fewer than V): channel c's among them
+      for (std::int64_t i = tail_first + ((c - tail_first % C) % C + C) % C; i < numel; i += C) {
+        const double d = static_cast<double>(to_float(a.x[i])) - ks;
+        t1 += d;
+        t2 += d * d;
+      }
+      finish_forward_channel(a, p, c, shifted_welford(a.s.per_channel(), ks, t1, t2));
+    }
+    __syncthreads();  // w1 and w2 are read before the next channel's totals
+  }
+  grid.sync();
+
+  // 4. The pass: the packs not kept, last first, then the kept ones; the tail by one warp. A row's
+  // parameters by position in shared memory, read a pack at a time (in registers they would
+  // take 24 a thread, and the pass would spill).
+  if (t < L) {
+    const int c = t % C;
+    prm[0][t] = p.mean[c], prm[1][t] = p.scale[c], prm[2][t] = p.shift[c];
+  }
+  __syncthreads();
+  // (The Add form's packs are x and r: 2 of each in flight, the same 64 bytes, and no spill.)
+  constexpr int kAhead = kAdd ? kV29Ahead / 2 : kV29Ahead;
+  for (int k0 = n - 1; k0 >= 0; k0 -= kAhead) {
+    uint4 raw[kAhead], rq[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const int k = k0 - u;
+      if (k >= 0) raw[u] = k < kept ? held[k * kV29Threads + t] : load_raw<V, T>(a.x + elem(k));
+      if (kAdd && k >= 0) rq[u] = load_raw<V, T>(a.r + elem(k));
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const int k = k0 - u;
+      const std::int64_t e0 = elem(k);
+      if (k < 0 || e0 >= plan.tail_from) continue;
+      float xv[V], rv[V] = {}, mean[V], scale[V], shift[V];
+      unpack<V, T>(raw[u], xv);
+      if constexpr (kAdd) unpack<V, T>(rq[u], rv);
+      load_params<V>(&prm[0][tx * V], mean);
+      load_params<V>(&prm[1][tx * V], scale);
+      load_params<V>(&prm[2][tx * V], shift);
+      fwd_finish_pack<V, T, kAdd, true>(a, 0, e0, lane, xv, rv, mean, scale, shift);
+    }
+  }
+  if (blockIdx.x == 0 && warp == 0) fwd_apply_tail<T, kAdd>(a, p, map, plan.tail_from, lane);
+}
+
+template <class T>
+std::size_t fwd_v29_scratch_bytes(const Shape4& s) {
+  return fwd_v28_scratch_bytes<T>(s);
+}
+
+// The kernel's plan, or held = -1 where v29 does not take the case.
+template <class T, bool kAdd>
+V29Plan v29_plan(const FwdArgs<T>& a, int grid, int slots) {
+  constexpr int V = kPack<T>;
+  V29Plan plan;
+  plan.held = -1;
+  if (a.s.layout != Layout::nhwc || !stats_packs_ok<T>(a.s, a.x) ||
+      !fwd_apply_packs_ok<T, kAdd>(a))
+    return plan;
+  const std::int64_t L = a.s.C / std::gcd(a.s.C, static_cast<std::int64_t>(V)) * V;
+  if (L > kV29MostL || 32 % (L / V) != 0) return plan;
+  plan.P = static_cast<int>(L / V);
+  plan.by = kV29Threads / plan.P;
+  plan.q_full = a.s.numel() / V;
+  const std::int64_t dr = static_cast<std::int64_t>(grid) * plan.by, rows = (plan.q_full + plan.P - 1) / plan.P;
+  if ((rows + dr - 1) / dr > kV29MostPacks) return plan;
+  plan.tail_from = plan.q_full * V / 32 * 32;
+  plan.held = slots;
+  return plan;
+}
+
+template <class T, bool kAdd>
+void fwd_v29_held_rounds(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
+  check_shape(a.s, "fwd_v29_held_rounds");
+  if constexpr (!std::is_same_v<T, __half>) {
+    fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
+    return;
+  } else {
+  const void* kernel = reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>);
+  // The dynamic shared memory: whole rounds of the block's packs, as many as the SM takes.
+  static const int slots = [&] {
+    cudaFuncAttributes fa{};
+    TUT_CUDA(cudaFuncGetAttributes(&fa, kernel));
+    int optin = 0, device = 0;
+    TUT_CUDA(cudaGetDevice(&device));
+    TUT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const int s = static_cast<int>((optin - static_cast<int>(fa.sharedSizeBytes)) / (kV29Threads * 16));
+    if (s > 0) TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s * kV29Threads * 16));
+    return s;
+  }();
+  int per_sm = 0;
+  const std::size_t dyn = static_cast<std::size_t>(std::max(slots, 0)) * kV29Threads * 16;
+  if (slots > 0) TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV29Threads, dyn));
+  const int grid = device_limits().sm_count;
+  V29Plan plan = v29_plan<T, kAdd>(a, grid, slots);
+  if (plan.held < 0 || per_sm < 1) {
+    fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
+    return;
+  }
+  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(DSum)), 0);
+  ChannelParams p = sc.params_at(ws);
+  DSum* partials = sc.partials_at<DSum>(ws);
+  ChannelMap map(a.s);
+  FwdArgs<T> args = a;
+  void* kargs[] = {&args, &p, &partials, &plan, &map};
+  ::tut::check_cuda(cudaLaunchCooperativeKernel(kernel, grid, kV29Threads, kargs, dyn, st), "fwd_v29_held_rounds",
+                    __FILE__, __LINE__);
+  }
+}
+
+// The kernels it launches, the fallbacks' included.
+template <class T, bool kAdd>
+std::vector<const void*> fwd_v29_kernels() {
+  std::vector<const void*> k = fwd_v28_kernels<T, kAdd>();
+  if constexpr (std::is_same_v<T, __half>) k.push_back(TUT_KERNEL((fwd_v29_kernel<T, kAdd>)));
+  return k;
+}
+
+}  // namespace ch05
