@@ -125,7 +125,9 @@ __global__ void __launch_bounds__(kV29Threads, 1)
   cg::grid_group grid = cg::this_grid();
   grid.sync();
 
-  // 3. The merge: block b takes channels b, b + G, ... (as v28's).
+  // 3. The merge: block b takes channels b, b + G, ... (v28's loop, written out again: called from a
+  // helper shared with v28, in every form tried, it cost this kernel 8 bytes of spill at its 64
+  // registers a thread).
   const int G = static_cast<int>(gridDim.x);
   const std::int64_t tail_first = plan.q_full * V, numel = a.s.numel();
   for (int c = static_cast<int>(blockIdx.x); c < C; c += G) {
