@@ -53,7 +53,8 @@ struct V29Plan {
   std::int64_t tail_from = 0;       // the first element of the last mask word the packs do not fill
 };
 
-// The merge's buffer, then the held packs: [slot][thread].
+// The merge's buffer: each warp's sums by position in a row (the held packs are the dynamic shared
+// memory, [slot][thread]).
 struct V29Shared {
   double ws[kV29Warps * kV29MostL * 2];
 };
@@ -200,64 +201,76 @@ std::size_t fwd_v29_scratch_bytes(const Shape4& s) {
   return fwd_v28_scratch_bytes<T>(s);
 }
 
-// The kernel's plan, or held = -1 where v29 does not take the case.
+// The kernel's plan, or held = -1 where v29 does not take the case. A row is nhwc_plan's (P packs
+// of L elements).
 template <class T, bool kAdd>
 V29Plan v29_plan(const FwdArgs<T>& a, int grid, int slots) {
   constexpr int V = kPack<T>;
   V29Plan plan;
   plan.held = -1;
-  if (a.s.layout != Layout::nhwc || !stats_packs_ok<T>(a.s, a.x) ||
-      !fwd_apply_packs_ok<T, kAdd>(a))
+  if (slots < 1 || a.s.layout != Layout::nhwc || !stats_packs_ok<T>(a.s, a.x) || !fwd_apply_packs_ok<T, kAdd>(a))
     return plan;
-  const std::int64_t L = a.s.C / std::gcd(a.s.C, static_cast<std::int64_t>(V)) * V;
-  if (L > kV29MostL || 32 % (L / V) != 0) return plan;
-  plan.P = static_cast<int>(L / V);
+  const NhwcPlan row = nhwc_plan(a.s, V);
+  if (row.L > kV29MostL || 32 % row.P != 0) return plan;
+  plan.P = static_cast<int>(row.P);
   plan.by = kV29Threads / plan.P;
-  plan.q_full = a.s.numel() / V;
-  const std::int64_t dr = static_cast<std::int64_t>(grid) * plan.by, rows = (plan.q_full + plan.P - 1) / plan.P;
-  if ((rows + dr - 1) / dr > kV29MostPacks) return plan;
+  plan.q_full = row.q_full;
+  const std::int64_t dr = static_cast<std::int64_t>(grid) * plan.by;
+  if ((row.rows + dr - 1) / dr > kV29MostPacks) return plan;
   plan.tail_from = plan.q_full * V / 32 * 32;
   plan.held = slots;
   return plan;
 }
 
-template <class T, bool kAdd>
-void fwd_v29_held_rounds(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
-  check_shape(a.s, "fwd_v29_held_rounds");
-  if constexpr (!std::is_same_v<T, __half>) {
-    fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
-    return;
-  } else {
-  const void* kernel = reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>);
-  // The dynamic shared memory: whole rounds of the block's packs, as many as the SM takes.
-  static const int slots = [&] {
+// The kernel's held packs a thread: whole rounds of the block's packs, as many as the shared memory
+// takes beside the kernel's static arrays; 0 where a block of kV29Threads with them does not fit an
+// SM. Asked once, with the dynamic shared memory it needs granted to the kernel.
+template <bool kAdd>
+int v29_slots() {
+  static const int slots = [] {
+    const void* kernel = reinterpret_cast<const void*>(&fwd_v29_kernel<__half, kAdd>);
     cudaFuncAttributes fa{};
     TUT_CUDA(cudaFuncGetAttributes(&fa, kernel));
     int optin = 0, device = 0;
     TUT_CUDA(cudaGetDevice(&device));
     TUT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const int s = static_cast<int>((optin - static_cast<int>(fa.sharedSizeBytes)) / (kV29Threads * 16));
-    if (s > 0) TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s * kV29Threads * 16));
-    return s;
+    if (s < 1) return 0;
+    TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s * kV29Threads * 16));
+    int per_sm = 0;
+    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV29Threads,
+                                                           static_cast<std::size_t>(s) * kV29Threads * 16));
+    return per_sm < 1 ? 0 : s;
   }();
-  int per_sm = 0;
-  const std::size_t dyn = static_cast<std::size_t>(std::max(slots, 0)) * kV29Threads * 16;
-  if (slots > 0) TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV29Threads, dyn));
-  const int grid = device_limits().sm_count;
-  V29Plan plan = v29_plan<T, kAdd>(a, grid, slots);
-  if (plan.held < 0 || per_sm < 1) {
-    fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
+  return slots;
+}
+
+template <bool kAdd>
+void fwd_v29_launch(cudaStream_t st, const FwdArgs<__half>& a, void* ws) {
+  const int grid = device_limits().sm_count, slots = v29_slots<kAdd>();
+  V29Plan plan = v29_plan<__half, kAdd>(a, grid, slots);
+  if (plan.held < 0) {
+    fwd_v28_loads_ahead<__half, kAdd>(st, a, ws);
     return;
   }
-  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(DSum)), 0);
+  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<__half>, sizeof(DSum)), 0);
   ChannelParams p = sc.params_at(ws);
   DSum* partials = sc.partials_at<DSum>(ws);
   ChannelMap map(a.s);
-  FwdArgs<T> args = a;
+  FwdArgs<__half> args = a;
   void* kargs[] = {&args, &p, &partials, &plan, &map};
-  ::tut::check_cuda(cudaLaunchCooperativeKernel(kernel, grid, kV29Threads, kargs, dyn, st), "fwd_v29_held_rounds",
-                    __FILE__, __LINE__);
-  }
+  const std::size_t dyn = static_cast<std::size_t>(slots) * kV29Threads * 16;
+  ::tut::check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fwd_v29_kernel<__half, kAdd>), grid,
+                                                kV29Threads, kargs, dyn, st),
+                    "fwd_v29_held_rounds", __FILE__, __LINE__);
+}
+
+// Half runs v29's kernel where it takes the case; float runs v28.
+template <class T, bool kAdd>
+void fwd_v29_held_rounds(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
+  check_shape(a.s, "fwd_v29_held_rounds");
+  if constexpr (std::is_same_v<T, __half>) fwd_v29_launch<kAdd>(st, a, ws);
+  else fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
 }
 
 // The kernels it launches, the fallbacks' included.
