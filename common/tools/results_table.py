@@ -160,9 +160,11 @@ def profile_tables(doc, prefix="results/"):
              f"{m['copy_ceiling']['GBps']:.0f} GB/s, Little's law asks for at least "
              f"{m['bytes_in_flight_needed'] / 1e6:.2f} MB in flight, "
              f"{m['bytes_in_flight_needed_per_sm'] / 1024:.1f} KiB per SM.\n"]
-    for problem in ordered(doc["runs"], lambda r: r["problem"]):
-        runs = [r for r in doc["runs"] if r["problem"] == problem]
-        parts.append(f"\n`{problem}`, {runs[0]['case']}:\n\n")
+    # One table per problem and case: the versions run on the problem's default case, and a peer
+    # profiled on several cases (PyTorch's on the suite's shapes) gets a table for each of the others.
+    for problem, case in ordered(doc["runs"], lambda r: (r["problem"], r["case"])):
+        runs = [r for r in doc["runs"] if r["problem"] == problem and r["case"] == case]
+        parts.append(f"\n`{problem}`, {case}:\n\n")
         parts.append("| version | kernel grid × block | DRAM % of peak | achieved occupancy | sectors/request (ld, st) | "
                      "LSU pipe % | SM balance | in flight: B/thread, KiB/SM (needs) | top stalls (% of active cycles) |\n")
         parts.append("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
