@@ -28,6 +28,7 @@
 #include "kernels/bwd_v19_warp_columns.cuh"
 #include "kernels/bwd_v20_async_pass.cuh"
 #include "kernels/bwd_v21_resident.cuh"
+#include "kernels/bwd_v30_pushed_sums.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -52,6 +53,7 @@
 #include "kernels/fwd_v26_channel_groups.cuh"
 #include "kernels/fwd_v28_loads_ahead.cuh"
 #include "kernels/fwd_v29_held_rounds.cuh"
+#include "kernels/fwd_v30_pushed_sums.cuh"
 #include "kernels/inference.cuh"
 #include "peers/cudnn_peers.cuh"
 #include "tut/problem.hpp"
@@ -275,6 +277,10 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             "half NHWC: one kernel a block an SM, each thread's first packs kept in shared memory for the pass, rounds side by side",
                                             &fwd_v29_held_rounds<T, kAdd>, &fwd_v29_scratch_bytes<T>,
                                             fwd_v29_kernels<T, kAdd>()));
+  p.versions.push_back(fwd_version<T, kAdd>("v30_pushed_sums",
+                                            "v15 with each block's sums pushed into every block's shared memory before the cluster barrier",
+                                            &fwd_v30_pushed_sums<T, kAdd>, &fwd_v13_scratch_bytes<T>,
+                                            fwd_v30_kernels<T, kAdd>()));
   add_cudnn_forward_peers<T, kAdd>(p);
 #if TUT_EXERCISES
   if constexpr (!kAdd && !half)
@@ -363,6 +369,9 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
                                             "dy, x and the mask held in shared memory, the blocks' sums as tagged words, as the forward v14",
                                             "mask", &bwd_v21_resident<T, kAdd>, &bwd_v21_scratch_bytes<T>,
                                             bwd_v21_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v30_pushed_sums", "v15 with each block's sums pushed before the cluster barrier, as the forward v30",
+                                            "mask", &bwd_v30_pushed_sums<T, kAdd>, &bwd_v5_scratch_bytes<T>,
+                                            bwd_v30_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

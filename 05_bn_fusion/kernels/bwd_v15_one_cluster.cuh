@@ -90,16 +90,22 @@ __device__ __forceinline__ void one_bwd_pass(const BwdArgs<T>& a, const OnePlan&
     }
 }
 
-template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdArgs<T> a, OnePlan p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The backward of v15's cut, its sums added as Sums says (v15's kernel, and v30's).
+template <class T, bool kAdd, class Sums>
+__device__ __forceinline__ void bwd_one_cluster(const BwdArgs<T>& a, const OnePlan& p) {
   __shared__ OneShared sh;
   const OneSpot s = one_spot(p);
   OneBwdHeld h;
   const DSum mine = one_bwd_phase1(a, p, s, sh, h);
-  one_cluster_sums(sh, p, mine, OneBwdDone<T>{a, p, sh, static_cast<float>(p.M)});
+  Sums::sums(sh, p, mine, OneBwdDone<T>{a, p, sh, static_cast<float>(p.M)});
   one_bwd_pass<T, kAdd>(a, p, s, sh, h);
-  cluster_wait();
+  if constexpr (Sums::kWaitAtEnd) cluster_wait();
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) bwd_v15_one_cluster_kernel(BwdArgs<T> a, OnePlan p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  bwd_one_cluster<T, kAdd, OnePulled>(a, p);
 #else
   __trap();  // clusters: sm_90 and later (the launcher runs v5 on older GPUs)
 #endif

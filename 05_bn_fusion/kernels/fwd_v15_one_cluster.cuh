@@ -90,16 +90,20 @@ inline std::optional<OnePlan> one_plan(const Shape4& s, int maxK) {
 }
 
 // The blocks a cluster of `Kernel` may have on this device: 16 where cudaOccupancyMaxActiveClusters
-// places one cluster of 16 (the non-portable size, allowed here), else 8. Once per device.
-template <auto Kernel>
+// places one cluster of 16 (the non-portable size, allowed here), else 8. Once per device. A kernel
+// with kDynPerCell bytes of dynamic shared memory per block and channel (v30's) is granted the most
+// it may ask for, kOneMaxK kOneMaxC cells, and placed with it.
+template <auto Kernel, std::size_t kDynPerCell = 0>
 int one_cluster_blocks() {
   static int cache[64] = {};
   int dev = 0;
   TUT_CUDA(cudaGetDevice(&dev));
   int& k = cache[dev & 63];
   if (k == 0) {
+    constexpr std::size_t dyn = kDynPerCell * kOneMaxK * kOneMaxC;
     TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    const ClusterLaunch l(kOneMaxK, kResBlock, kOneMaxK, nullptr, "one_cluster_blocks");
+    if (dyn > 0) TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dyn)));
+    const ClusterLaunch l(kOneMaxK, kResBlock, kOneMaxK, nullptr, "one_cluster_blocks", dyn);
     int clusters = 0;
     TUT_CUDA(cudaOccupancyMaxActiveClusters(&clusters, Kernel, &l.cfg));
     k = clusters >= 1 ? kOneMaxK : kClusterMax;
@@ -239,18 +243,32 @@ __device__ __forceinline__ void one_cluster_sums(OneShared& sh, const OnePlan& p
 }
 
 template <class... Params, class... Args>
-void launch_one_cluster(void (*kernel)(Params...), const OnePlan& p, cudaStream_t st, const char* who, Args... args) {
-  const ClusterLaunch l(p.K, kResBlock, p.K, st, who);
+void launch_one_cluster(void (*kernel)(Params...), const OnePlan& p, std::size_t dynamic_smem, cudaStream_t st,
+                        const char* who, Args... args) {
+  const ClusterLaunch l(p.K, kResBlock, p.K, st, who, dynamic_smem);
   TUT_CUDA(cudaLaunchKernelEx(&l.cfg, kernel, args...));  // returns the launch's own error
 }
 
+// How a kernel of v15's cut adds the cluster's sums: v15 pulls the other blocks' sums after the
+// cluster barrier (one_cluster_sums), so no block may leave before the others have read it (the
+// second barrier, waited at the kernel's end); v30 pushes them before it
+// (kernels/fwd_v30_pushed_sums.cuh).
+struct OnePulled {
+  static constexpr std::size_t kDynPerCell = 0;  // dynamic shared memory, bytes per block and channel
+  static constexpr bool kWaitAtEnd = true;
+  template <class Done>
+  __device__ __forceinline__ static void sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
+    one_cluster_sums(sh, p, mine, done);
+  }
+};
+
 // Launches Kernel(a, plan) as one cluster where v15 takes a's shape on this device, and says whether
 // it did (where not, the caller runs its fallback).
-template <auto Kernel, class Args>
+template <auto Kernel, class Sums = OnePulled, class Args>
 bool launch_if_one_cluster(cudaStream_t st, const Args& a, const char* who) {
   if (a.s.layout != Layout::nhwc || !clusters_supported()) return false;
-  const auto p = one_plan(a.s, one_cluster_blocks<Kernel>());
-  if (p) launch_one_cluster(Kernel, *p, st, who, a, *p);
+  const auto p = one_plan(a.s, one_cluster_blocks<Kernel, Sums::kDynPerCell>());
+  if (p) launch_one_cluster(Kernel, *p, Sums::kDynPerCell * p->K * p->C, st, who, a, *p);
   return p.has_value();
 }
 
@@ -328,17 +346,23 @@ __device__ __forceinline__ void one_fwd_pass(const FwdArgs<T>& a, const OnePlan&
   for (int i = s.t; i < (s.rows * p.C + 31) / 32; i += kResBlock) words[i] = sh.words[i];
 }
 
-template <class T, bool kAdd>
-__global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdArgs<T> a, OnePlan p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The forward of v15's cut, its sums added as Sums says (v15's kernel, and v30's).
+template <class T, bool kAdd, class Sums>
+__device__ __forceinline__ void fwd_one_cluster(const FwdArgs<T>& a, const OnePlan& p) {
   __shared__ OneShared sh;
   const OneSpot s = one_spot(p);
   float xv[kOneItems];
   OneHeld<T> rv{};  // r as it is, added in the pass
   const DSum mine = one_fwd_phase1<T, kAdd>(a, p, s, sh, xv, rv);
-  one_cluster_sums(sh, p, mine, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)});
+  Sums::sums(sh, p, mine, OneFwdDone<T>{a, p, sh, static_cast<float>(p.M)});
   one_fwd_pass<T, kAdd>(a, p, s, sh, xv, rv);
-  cluster_wait();
+  if constexpr (Sums::kWaitAtEnd) cluster_wait();
+}
+
+template <class T, bool kAdd>
+__global__ void __launch_bounds__(kResBlock, 1) fwd_v15_one_cluster_kernel(FwdArgs<T> a, OnePlan p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  fwd_one_cluster<T, kAdd, OnePulled>(a, p);
 #else
   __trap();  // clusters: sm_90 and later (the launcher runs v14 on older GPUs)
 #endif

@@ -133,10 +133,10 @@ inline void require_clusters(const char* who) {
 struct ClusterLaunch {
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1] = {};
-  ClusterLaunch(std::int64_t blocks, int threads, int K, cudaStream_t st, const char* who) {
+  ClusterLaunch(std::int64_t blocks, int threads, int K, cudaStream_t st, const char* who, std::size_t dynamic_smem = 0) {
     cfg.gridDim = dim3(grid_of(blocks, who));
     cfg.blockDim = dim3(static_cast<unsigned>(threads));
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = dynamic_smem;
     cfg.stream = st;
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(K);

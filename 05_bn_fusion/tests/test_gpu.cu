@@ -545,6 +545,27 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v15_one_cluster", nullptr);
   }
 
+  TEST_CASE("v30_pushed_sums: every forward and backward, v15's shapes, both layouts, operands moved" * tut::needs_gpu()) {
+    check_forward_rung("v30_pushed_sums", [](const auto& p) { return v15_shapes(p); });
+    check_backward_rung("v30_pushed_sums", [](const auto& p) { return v15_shapes(p); });
+  }
+
+  TEST_CASE("v30_pushed_sums: chains, its backward on every forward's state and every backward on its forward's" *
+            tut::needs_gpu()) {
+    auto cases = small_shapes(bn_relu_backward_f32());
+    cases.push_back(bn_case(bn_relu_backward_f32(), {4, 33, 17, 19}, "NHWC"));
+    check_chains_through_all("v30_pushed_sums", cases);
+  }
+
+  TEST_CASE("v30_pushed_sums: v15's bits in every output, launch after launch, x drawn again each time" * tut::needs_gpu()) {
+    // v15's shapes for its bits, and C = 512 in 16 blocks (the most dynamic shared memory v30 asks).
+    const std::vector<Dims> dims = {{4, 33, 17, 19}, {8, 3, 30, 30}, {2, 1, 30, 31}, {4, 512, 2, 2}, {16, 512, 4, 4}};
+    check_bits(bn_relu_f32(), dims, "v30_pushed_sums", "v15_one_cluster");
+    check_bits(bn_add_relu_f16(), dims, "v30_pushed_sums", "v15_one_cluster");
+    check_bits(bn_relu_backward_f32(), dims, "v30_pushed_sums", "v15_one_cluster");
+    check_bits(bn_add_relu_backward_f16(), dims, "v30_pushed_sums", "v15_one_cluster");
+  }
+
   TEST_CASE("v16_channel_blocks: every forward, its shapes, both layouts, operands moved" * tut::needs_gpu()) {
     check_forward_rung("v16_channel_blocks", [](const auto& p) { return v16_shapes(p); });
   }

@@ -616,8 +616,8 @@ void run_one_cluster(const char* name, Shape4 s, bool flush, Args... args) {
   if (!p) throw std::invalid_argument(std::string(name) + ": v15 does not take this shape");
   const double ms = median_ms(
       [&] {
-        if constexpr (sizeof...(Args) == 0) launch_one_cluster(Kernel, *p, nullptr, name);
-        else launch_one_cluster(Kernel, *p, nullptr, name, args..., *p);
+        if constexpr (sizeof...(Args) == 0) launch_one_cluster(Kernel, *p, 0, nullptr, name);
+        else launch_one_cluster(Kernel, *p, 0, nullptr, name, args..., *p);
       },
       flush);
   char buf[128];
