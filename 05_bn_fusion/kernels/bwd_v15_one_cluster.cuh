@@ -94,6 +94,7 @@ __device__ __forceinline__ void one_bwd_pass(const BwdArgs<T>& a, const OnePlan&
 template <class T, bool kAdd, class Sums>
 __device__ __forceinline__ void bwd_one_cluster(const BwdArgs<T>& a, const OnePlan& p) {
   __shared__ OneShared sh;
+  Sums::start();
   const OneSpot s = one_spot(p);
   OneBwdHeld h;
   const DSum mine = one_bwd_phase1(a, p, s, sh, h);

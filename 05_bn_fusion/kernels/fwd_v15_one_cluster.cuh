@@ -256,6 +256,7 @@ void launch_one_cluster(void (*kernel)(Params...), const OnePlan& p, std::size_t
 struct OnePulled {
   static constexpr std::size_t kDynPerCell = 0;  // dynamic shared memory, bytes per block and channel
   static constexpr bool kWaitAtEnd = true;
+  __device__ __forceinline__ static void start() {}  // at the kernel's start, before its loads
   template <class Done>
   __device__ __forceinline__ static void sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
     one_cluster_sums(sh, p, mine, done);
@@ -350,6 +351,7 @@ __device__ __forceinline__ void one_fwd_pass(const FwdArgs<T>& a, const OnePlan&
 template <class T, bool kAdd, class Sums>
 __device__ __forceinline__ void fwd_one_cluster(const FwdArgs<T>& a, const OnePlan& p) {
   __shared__ OneShared sh;
+  Sums::start();
   const OneSpot s = one_spot(p);
   float xv[kOneItems];
   OneHeld<T> rv{};  // r as it is, added in the pass

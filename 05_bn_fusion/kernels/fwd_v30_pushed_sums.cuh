@@ -16,8 +16,13 @@
 // release, its wait an acquire) makes them visible; then one thread per channel adds the K copies
 // in rank order from its own shared memory, as v15 adds them: the same numbers in the same order,
 // so v30's outputs are v15's bit for bit. After the barrier no block touches another's shared
-// memory, so there is no second barrier. The dynamic shared memory is K C 16 bytes (8.4 KB at
-// C = 33, 14 blocks; 128 KB at C = 512, 16 blocks).
+// memory, so there is no barrier at the end. The dynamic shared memory is K C 16 bytes (8.4 KB at
+// C = 33, 14 blocks; 128 KB at C = 512, 16 blocks). A block's shared memory may be written from
+// another SM only once that block has started: the first form pushed without knowing, and racecheck
+// reported every push as a write to "a block that might not have entered yet"
+// (results/v30_trial/NVIDIA_H200.v30_form1_racecheck.txt). So every thread arrives at a relaxed
+// cluster barrier at the kernel's start and waits on it just before its first push, its loads and
+// sums in between.
 // Prediction (before any run): the copies' 1.1-1.2 us and the second barrier gone, less the
 // stores' wait at the barrier: about 1 us less than v15 by events, the backward at 4x33x17x19 NHWC
 // about 0.0085 ms in float and 0.0087 in half, under cuDNN's fused backward; the forward about
@@ -34,6 +39,10 @@ namespace ch05 {
 struct OnePushed {
   static constexpr std::size_t kDynPerCell = sizeof(double2);
   static constexpr bool kWaitAtEnd = false;
+  // A block's shared memory may be written from another only once that block has started: every
+  // thread arrives here, and waits before its first store to another block (by then, after its
+  // loads and sums, the wait finds every block arrived).
+  __device__ __forceinline__ static void start() { cluster_arrive_relaxed(); }
   template <class Done>
   __device__ __forceinline__ static void sums(OneShared& sh, const OnePlan& p, DSum mine, Done done) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -41,6 +50,7 @@ struct OnePushed {
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int t = static_cast<int>(threadIdx.x), b = static_cast<int>(cluster.block_rank());
     one_block_sums(sh, p, mine);  // sh.t1, sh.t2: this block's sums; ends at a block barrier
+    cluster_wait();               // every block has started (start())
     for (int w = t; w < p.K * p.C; w += kResBlock) {
       const int q = w / p.C, c = w - q * p.C;
       *cluster.map_shared_rank(&got[b * p.C + c], q) = make_double2(sh.t1[c], sh.t2[c]);
