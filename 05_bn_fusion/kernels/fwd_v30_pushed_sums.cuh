@@ -11,8 +11,9 @@
 //
 // How. Each block, once its sums are in shared memory (dsum_block), stores them into every block's
 // dynamic shared memory, block q's copy of block b's sums of channel c at [b C + c], one 16-byte
-// store to the cluster's window per (block, channel), spread over the block's threads; the
-// stores are in flight while the slower blocks still sum. The cluster barrier (its arrival a
+// store to the cluster's window per (block, channel), spread over the block's threads, so that the
+// stores can travel while slower blocks still sum (no timeline of v30's steps was run to show
+// it). The cluster barrier (its arrival a
 // release, its wait an acquire) makes them visible; then one thread per channel adds the K copies
 // in rank order from its own shared memory, as v15 adds them: the same numbers in the same order,
 // so v30's outputs are v15's bit for bit. After the barrier no block touches another's shared
