@@ -222,6 +222,9 @@ V29Plan v29_plan(const FwdArgs<T>& a, int grid, int slots) {
   return plan;
 }
 
+// The dynamic shared memory of `slots` held packs a thread: a round of the block's 16-byte packs each.
+inline std::size_t v29_dynamic_bytes(int slots) { return static_cast<std::size_t>(slots) * kV29Threads * 16; }
+
 // The kernel's held packs a thread: whole rounds of the block's packs, as many as the shared memory
 // takes beside the kernel's static arrays; 0 where a block of kV29Threads with them does not fit an
 // SM. Asked once, with the dynamic shared memory it needs granted to the kernel.
@@ -234,12 +237,13 @@ int v29_slots() {
     int optin = 0, device = 0;
     TUT_CUDA(cudaGetDevice(&device));
     TUT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const int s = static_cast<int>((optin - static_cast<int>(fa.sharedSizeBytes)) / (kV29Threads * 16));
+    const int s =
+        static_cast<int>((optin - static_cast<int>(fa.sharedSizeBytes)) / static_cast<int>(v29_dynamic_bytes(1)));
     if (s < 1) return 0;
-    TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s * kV29Threads * 16));
+    TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(v29_dynamic_bytes(s))));
     int per_sm = 0;
-    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV29Threads,
-                                                           static_cast<std::size_t>(s) * kV29Threads * 16));
+    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV29Threads, v29_dynamic_bytes(s)));
     return per_sm < 1 ? 0 : s;
   }();
   return slots;
@@ -259,7 +263,7 @@ void fwd_v29_launch(cudaStream_t st, const FwdArgs<__half>& a, void* ws) {
   ChannelMap map(a.s);
   FwdArgs<__half> args = a;
   void* kargs[] = {&args, &p, &partials, &plan, &map};
-  const std::size_t dyn = static_cast<std::size_t>(slots) * kV29Threads * 16;
+  const std::size_t dyn = v29_dynamic_bytes(slots);
   ::tut::check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fwd_v29_kernel<__half, kAdd>), grid,
                                                 kV29Threads, kargs, dyn, st),
                     "fwd_v29_held_rounds", __FILE__, __LINE__);
