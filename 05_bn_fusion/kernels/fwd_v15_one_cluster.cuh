@@ -89,20 +89,27 @@ inline std::optional<OnePlan> one_plan(const Shape4& s, int maxK) {
   return p;
 }
 
-// The blocks a cluster of `Kernel` may have on this device: 16 where cudaOccupancyMaxActiveClusters
-// places one cluster of 16 (the non-portable size, allowed here), else 8. Once per device. A kernel
-// with kDynPerCell bytes of dynamic shared memory per block and channel (v30's) is granted the most
-// it may ask for, kOneMaxK kOneMaxC cells, and placed with it.
+// The blocks a cluster of `Kernel` may have on this device for C channels: 16 where
+// cudaOccupancyMaxActiveClusters places one cluster of 16 (the non-portable size, allowed here), else
+// 8. A kernel with kDynPerCell bytes of dynamic shared memory per block and channel (v30's) is granted
+// the most it may ask for (kOneMaxK kOneMaxC cells), and placed with what C asks for, C rounded up to
+// a power of two (C past kOneMaxC, which v15 refuses, as kOneMaxC). Asked once per device and power of two.
 template <auto Kernel, std::size_t kDynPerCell = 0>
-int one_cluster_blocks() {
-  static int cache[64] = {};
+int one_cluster_blocks(std::int64_t C) {
+  constexpr int kSizes = 10;  // the powers of two from 1 to kOneMaxC
+  static_assert(1 << (kSizes - 1) == kOneMaxC);
+  static int cache[64][kSizes] = {};
+  int size = 0;
+  while (kDynPerCell > 0 && size + 1 < kSizes && (std::int64_t{1} << size) < C) ++size;
   int dev = 0;
   TUT_CUDA(cudaGetDevice(&dev));
-  int& k = cache[dev & 63];
+  int& k = cache[dev & 63][size];
   if (k == 0) {
-    constexpr std::size_t dyn = kDynPerCell * kOneMaxK * kOneMaxC;
+    constexpr std::size_t most = kDynPerCell * kOneMaxK * kOneMaxC;
+    const std::size_t dyn = kDynPerCell * kOneMaxK * (std::size_t{1} << size);
     TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    if (dyn > 0) TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dyn)));
+    if (most > 0)
+      TUT_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most)));
     const ClusterLaunch l(kOneMaxK, kResBlock, kOneMaxK, nullptr, "one_cluster_blocks", dyn);
     int clusters = 0;
     TUT_CUDA(cudaOccupancyMaxActiveClusters(&clusters, Kernel, &l.cfg));
@@ -268,7 +275,7 @@ struct OnePulled {
 template <auto Kernel, class Sums = OnePulled, class Args>
 bool launch_if_one_cluster(cudaStream_t st, const Args& a, const char* who) {
   if (a.s.layout != Layout::nhwc || !clusters_supported()) return false;
-  const auto p = one_plan(a.s, one_cluster_blocks<Kernel, Sums::kDynPerCell>());
+  const auto p = one_plan(a.s, one_cluster_blocks<Kernel, Sums::kDynPerCell>(a.s.C));
   if (p) launch_one_cluster(Kernel, *p, Sums::kDynPerCell * p->K * p->C, st, who, a, *p);
   return p.has_value();
 }

@@ -612,7 +612,7 @@ void run_empty(const char* name, Shape4 s, bool smem, bool plain, bool flush = t
 // the plan; with no args, the empty probe as the same cluster. "slots": the values per thread.
 template <auto Kernel, class... Args>
 void run_one_cluster(const char* name, Shape4 s, bool flush, Args... args) {
-  const auto p = one_plan(s, one_cluster_blocks<Kernel>());
+  const auto p = one_plan(s, one_cluster_blocks<Kernel>(s.C));
   if (!p) throw std::invalid_argument(std::string(name) + ": v15 does not take this shape");
   const double ms = median_ms(
       [&] {
