@@ -274,7 +274,7 @@ tut::Problem<ForwardInstance<T, kAdd>> forward_problem() {
                                             &fwd_v28_loads_ahead<T, kAdd>, &fwd_v28_scratch_bytes<T>,
                                             fwd_v28_kernels<T, kAdd>()));
   p.versions.push_back(fwd_version<T, kAdd>("v29_held_rounds",
-                                            "half NHWC: one kernel a block an SM, each thread's first packs kept in shared memory for the pass, rounds side by side",
+                                            "NHWC: one kernel a block an SM, each thread's first packs kept in shared memory for the pass, rounds side by side",
                                             &fwd_v29_held_rounds<T, kAdd>, &fwd_v29_scratch_bytes<T>,
                                             fwd_v29_kernels<T, kAdd>()));
   p.versions.push_back(fwd_version<T, kAdd>("v30_pushed_sums",

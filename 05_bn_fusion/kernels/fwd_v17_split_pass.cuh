@@ -70,11 +70,12 @@ __global__ void __launch_bounds__(kBlock, kBlocks)
 
 // The pack of chunk k at element e0 (lane `lane`), its x as xv (and r as rv): v2's normalize
 // arithmetic with the channels' mean, scale and shift; y stored evict-first and the pack's bits of
-// the mask (see fwd_v17_pass_kernel).
+// the mask (see fwd_v17_pass_kernel). A lane with `active` false stores nothing but still takes
+// part in the warp's ballots and shuffle (fwd v29's float pass, where a lane may have no pack).
 template <int V, class T, bool kAdd, bool kBytes>
 __device__ __forceinline__ void fwd_finish_pack(const FwdArgs<T>& a, std::int64_t k, std::int64_t e0, int lane,
                                                 const float (&xv)[V], const float (&rv)[V], const float (&mean)[V],
-                                                const float (&scale)[V], const float (&shift)[V]) {
+                                                const float (&scale)[V], const float (&shift)[V], bool active = true) {
   float yv[V];
   Word ballots[V];
   unsigned bits = 0;
@@ -87,17 +88,19 @@ __device__ __forceinline__ void fwd_finish_pack(const FwdArgs<T>& a, std::int64_
     if constexpr (kBytes) bits |= static_cast<unsigned>(kept(s)) << j;
     else ballots[j] = __ballot_sync(kFullWarp, kept(s));
   }
-  if constexpr (V == 1) a.y[e0] = from_float<T>(yv[0]);
-  else store_pack<V, T, true>(a.y + e0, yv);
+  if (active) {
+    if constexpr (V == 1) a.y[e0] = from_float<T>(yv[0]);
+    else store_pack<V, T, true>(a.y + e0, yv);
+  }
   if constexpr (kBytes) {
     auto* mask_bytes = reinterpret_cast<unsigned char*>(a.mask);
     if constexpr (V == 8) {
-      mask_bytes[e0 / 8] = static_cast<unsigned char>(bits);
+      if (active) mask_bytes[e0 / 8] = static_cast<unsigned char>(bits);
     } else {
       const unsigned byte = bits | __shfl_xor_sync(kFullWarp, bits, 1) << 4;
-      if (lane % 2 == 0) mask_bytes[e0 / 8] = static_cast<unsigned char>(byte);
+      if (active && lane % 2 == 0) mask_bytes[e0 / 8] = static_cast<unsigned char>(byte);
     }
-  } else if (lane < V) {
+  } else if (active && lane < V) {
     a.mask[k * V + lane] = tut::bitmask::word_from_ballots<V>(ballots, lane);
   }
 }

@@ -1,5 +1,6 @@
-// fwd v29_held_rounds: half NHWC, part of x held on chip between the statistics and the pass, in
-// the rounds the grid reads side by side. One cooperative kernel, one block of 1024 threads an SM.
+// fwd v29_held_rounds: NHWC, part of x held on chip between the statistics and the pass, in the
+// rounds the grid reads side by side. One cooperative kernel, one block of 1024 threads an SM. Half
+// first; float later (below).
 //
 // Why. The two-pass forwards run at their traffic's pace (v28 took 1.029 of the time of two plain
 // sweeps over x at 64x64x112x112 half), and cuDNN's fused forward there is level with them. The
@@ -24,7 +25,7 @@
 //   flight; then the held ones from shared memory. v17's arithmetic, y evict-first, a byte of the
 //   mask a pack (fwd_finish_pack). The elements from the last mask word the packs do not fill whole
 //   go to one warp, 32 at a time with ballots (fwd_apply_tail).
-// Where it does not apply (float; NCHW; P not dividing 32 or L > 64; more than kV29MostPacks packs a
+// Where it does not apply (NCHW; P not dividing 32 or L > 64; more than kV29MostPacks packs a
 // thread; x, y or r off 16 bytes; the dynamic shared memory refused), v29 runs v28.
 // Bytes: x once, less what is held, then y and the mask; the held part is not read twice.
 // Prediction (before any run): at 64x64x112x112 NHWC half, with about 25 MB held, under v28's
@@ -35,6 +36,18 @@
 // Compute. Ahead of v28 where x fits (16x32x112x112 half, 0.0220 ms against 0.0239) and in the Add
 // form (128x64x56x56, 0.0562 against 0.0613); in the race against PyTorch behind v28 in the plain
 // forward (1.464x against 1.513x at 64x64x112x112), ahead in the Add form (1.911x against 1.866x).
+//
+// Float. A pack is 4 floats, half a byte of the mask: the even lane writes the byte with its
+// neighbour's half (fwd_finish_pack's shuffle), so the pass walks k together across the warp (see
+// the pass). The held packs are the same 16 bytes, so a thread keeps 12 packs of 4 floats, half the
+// elements it keeps in half.
+// Prediction for float (before any run): at 128x64x56x56 NHWC it keeps 25.9 MB of x's 102.8
+// (12 x 16 bytes x 1024 threads x 132 SMs), so the traffic falls from about 311.6 MB (x twice, y,
+// the mask) to 285.7, 0.917 of it. v28 took 0.0836 ms there and cuDNN's fused forward 0.0804
+// (results/NVIDIA_H200.cudnn_suite.txt): at v28's pace over the traffic v29 would take about 0.077
+// ms; in half v29 won a fifth of what its traffic promised (0.966 of v28's time against 0.834 of its
+// bytes), and float does half the instructions per byte, so between 0.077 and 0.082 ms. At
+// 64x64x112x112 (0.958 of the traffic) about 0.155 to 0.160 against v28's 0.1612 and cuDNN's 0.1604.
 #pragma once
 
 #include "kernels/fwd_v28_loads_ahead.cuh"
@@ -170,27 +183,36 @@ __global__ void __launch_bounds__(kV29Threads, 1)
   }
   __syncthreads();
   // (The Add form's packs are x and r: 2 of each in flight, the same 64 bytes, and no spill.)
+  // Half: a pack is a byte of the mask, and each thread walks its own packs. Float: a pack is half a
+  // byte, which the even lane writes with its neighbour's half (fwd_finish_pack's shuffle; the two
+  // are the packs e0 and e0 + 4, at the same k, both below tail_from or both not), so the warp walks
+  // k together, from the most packs of any of its lanes, a lane without pack k idle.
+  constexpr bool kPaired = V == 4;
+  const int top = kPaired ? __reduce_max_sync(kFullWarp, n) : n;
   constexpr int kAhead = kAdd ? kV29Ahead / 2 : kV29Ahead;
-  for (int k0 = n - 1; k0 >= 0; k0 -= kAhead) {
+  for (int k0 = top - 1; k0 >= 0; k0 -= kAhead) {
     uint4 raw[kAhead], rq[kAhead];
 #pragma unroll
     for (int u = 0; u < kAhead; ++u) {
       const int k = k0 - u;
-      if (k >= 0) raw[u] = k < kept ? held[k * kV29Threads + t] : load_raw<V, T>(a.x + elem(k));
-      if (kAdd && k >= 0) rq[u] = load_raw<V, T>(a.r + elem(k));
+      const bool has = k >= 0 && (!kPaired || k < n);  // half: k < n always
+      if constexpr (kPaired) raw[u] = rq[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (has) raw[u] = k < kept ? held[k * kV29Threads + t] : load_raw<V, T>(a.x + elem(k));
+      if (kAdd && has) rq[u] = load_raw<V, T>(a.r + elem(k));
     }
 #pragma unroll
     for (int u = 0; u < kAhead; ++u) {
       const int k = k0 - u;
       const std::int64_t e0 = elem(k);
-      if (k < 0 || e0 >= plan.tail_from) continue;
+      const bool active = (!kPaired || k < n) && e0 < plan.tail_from;
+      if (k < 0 || (!kPaired && !active)) continue;  // k < 0: the same in every lane
       float xv[V], rv[V] = {}, mean[V], scale[V], shift[V];
       unpack<V, T>(raw[u], xv);
       if constexpr (kAdd) unpack<V, T>(rq[u], rv);
       load_params<V>(&prm[0][tx * V], mean);
       load_params<V>(&prm[1][tx * V], scale);
       load_params<V>(&prm[2][tx * V], shift);
-      fwd_finish_pack<V, T, kAdd, true>(a, 0, e0, lane, xv, rv, mean, scale, shift);
+      fwd_finish_pack<V, T, kAdd, true>(a, 0, e0, lane, xv, rv, mean, scale, shift, !kPaired || active);
     }
   }
   if (blockIdx.x == 0 && warp == 0) fwd_apply_tail<T, kAdd>(a, p, map, plan.tail_from, lane);
@@ -228,10 +250,10 @@ inline std::size_t v29_dynamic_bytes(int slots) { return static_cast<std::size_t
 // The kernel's held packs a thread: whole rounds of the block's packs, as many as the shared memory
 // takes beside the kernel's static arrays; 0 where a block of kV29Threads with them does not fit an
 // SM. Asked once, with the dynamic shared memory it needs granted to the kernel.
-template <bool kAdd>
+template <class T, bool kAdd>
 int v29_slots() {
   static const int slots = [] {
-    const void* kernel = reinterpret_cast<const void*>(&fwd_v29_kernel<__half, kAdd>);
+    const void* kernel = reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>);
     cudaFuncAttributes fa{};
     TUT_CUDA(cudaFuncGetAttributes(&fa, kernel));
     int optin = 0, device = 0;
@@ -249,39 +271,33 @@ int v29_slots() {
   return slots;
 }
 
-template <bool kAdd>
-void fwd_v29_launch(cudaStream_t st, const FwdArgs<__half>& a, void* ws) {
-  const int grid = device_limits().sm_count, slots = v29_slots<kAdd>();
-  V29Plan plan = v29_plan<__half, kAdd>(a, grid, slots);
-  if (plan.held < 0) {
-    fwd_v28_loads_ahead<__half, kAdd>(st, a, ws);
-    return;
-  }
-  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<__half>, sizeof(DSum)), 0);
-  ChannelParams p = sc.params_at(ws);
-  DSum* partials = sc.partials_at<DSum>(ws);
-  ChannelMap map(a.s);
-  FwdArgs<__half> args = a;
-  void* kargs[] = {&args, &p, &partials, &plan, &map};
-  const std::size_t dyn = v29_dynamic_bytes(slots);
-  ::tut::check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fwd_v29_kernel<__half, kAdd>), grid,
-                                                kV29Threads, kargs, dyn, st),
-                    "fwd_v29_held_rounds", __FILE__, __LINE__);
-}
-
-// Half runs v29's kernel where it takes the case; float runs v28.
+// v29's kernel where it takes the case, else v28.
 template <class T, bool kAdd>
 void fwd_v29_held_rounds(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v29_held_rounds");
-  if constexpr (std::is_same_v<T, __half>) fwd_v29_launch<kAdd>(st, a, ws);
-  else fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
+  const int grid = device_limits().sm_count, slots = v29_slots<T, kAdd>();
+  V29Plan plan = v29_plan<T, kAdd>(a, grid, slots);
+  if (plan.held < 0) {
+    fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
+    return;
+  }
+  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(DSum)), 0);
+  ChannelParams p = sc.params_at(ws);
+  DSum* partials = sc.partials_at<DSum>(ws);
+  ChannelMap map(a.s);
+  FwdArgs<T> args = a;
+  void* kargs[] = {&args, &p, &partials, &plan, &map};
+  const std::size_t dyn = v29_dynamic_bytes(slots);
+  ::tut::check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>), grid,
+                                                kV29Threads, kargs, dyn, st),
+                    "fwd_v29_held_rounds", __FILE__, __LINE__);
 }
 
 // The kernels it launches, the fallbacks' included.
 template <class T, bool kAdd>
 std::vector<const void*> fwd_v29_kernels() {
   std::vector<const void*> k = fwd_v28_kernels<T, kAdd>();
-  if constexpr (std::is_same_v<T, __half>) k.push_back(TUT_KERNEL((fwd_v29_kernel<T, kAdd>)));
+  k.push_back(TUT_KERNEL((fwd_v29_kernel<T, kAdd>)));
   return k;
 }
 

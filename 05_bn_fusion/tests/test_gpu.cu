@@ -659,8 +659,10 @@ TEST_SUITE("gpu") {
   // kept), 16x32x112x112 (C = 32: 4 packs a row), C = 8, 4, 2 and 1 (a pack of 1, 2, 4 or 8 rows:
   // a channel at several positions of a row), an odd count with C = 4 (elements past the last
   // pack, and a mask word the packs do not fill), a tensor with fewer packs than threads, 3 x 64 x
-  // 999 x 1000 (more packs a thread than kept, a partial last round); and where it runs v28: C =
-  // 33, C = 128, NCHW, an operand moved (check_forward_rung), float. Its bits, launch after launch.
+  // 999 x 1000 (more packs a thread than kept, a partial last round; in float more than
+  // kV29MostPacks a thread, so v28); and where it runs v28: C = 33, C = 128, NCHW, an operand moved
+  // (check_forward_rung). In float a pack is half a mask byte, written by the even lane of a pair
+  // (C = 1, 2 and 4: a pack a row, the pair two rows). Its bits, launch after launch, in both types.
   TEST_CASE("v29_held_rounds: every forward, its shapes and where it runs v28, both layouts, operands moved; its bits, launch after launch" *
             tut::needs_gpu()) {
     const auto shapes = [](const auto& p) {
@@ -676,6 +678,8 @@ TEST_SUITE("gpu") {
     const std::vector<Dims> dims = {{5, 4, 7, 9}, {2, 64, 30, 30}, {8, 64, 56, 56}};
     check_bits(bn_relu_f16(), dims, "v29_held_rounds", nullptr);
     check_bits(bn_add_relu_f16(), dims, "v29_held_rounds", nullptr);
+    check_bits(bn_relu_f32(), dims, "v29_held_rounds", nullptr);
+    check_bits(bn_add_relu_f32(), dims, "v29_held_rounds", nullptr);
   }
 
   TEST_CASE("v29_held_rounds: chains, every backward on what its forward saved" * tut::needs_gpu()) {
