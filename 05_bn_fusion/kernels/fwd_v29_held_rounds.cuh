@@ -48,6 +48,11 @@
 // ms; in half v29 won a fifth of what its traffic promised (0.966 of v28's time against 0.834 of its
 // bytes), and float does half the instructions per byte, so between 0.077 and 0.082 ms. At
 // 64x64x112x112 (0.958 of the traffic) about 0.155 to 0.160 against v28's 0.1612 and cuDNN's 0.1604.
+// Measured on the H200 (commit c41ba47, results/v29_float/; README "Part of x held in float too"):
+// right at 128x64x56x56, 0.0789 ms against v28's 0.0843 and cuDNN's 0.0808 in one run, 155.8 MB
+// read from DRAM; wrong at 64x64x112x112, 0.1618 ms, v28's time (cuDNN 0.1610); in the Add form
+// level with v28 or behind it at both large shapes; ahead where x fits (16x32x112x112: 0.0255
+// against 0.0296).
 #pragma once
 
 #include "kernels/fwd_v28_loads_ahead.cuh"
