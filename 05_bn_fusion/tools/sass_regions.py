@@ -9,7 +9,8 @@ taken with `--section SourceCounters --section WarpStateStats`. OUT.csv gets one
 k: the instructions after the k-th BAR.SYNC in address order, up to and including the next) and one
 row per opcode (its mnemonic without suffixes, the predicate dropped), each with its warp
 instructions executed, its share of them, and its share of the warp stall samples; opcodes sorted
-by instructions.
+by instructions. Each row also gives the shares of its own stall samples that waited on a long
+scoreboard (a load from memory) and on a short one (shared memory, MIO), long_sb and short_sb.
 """
 import os
 import sys
@@ -36,18 +37,23 @@ def main():
     regions, ops, k = {}, {}, 0
     for r in lines:
         inst, smp = number(r["Instructions Executed"]), number(r[ALL])
+        lsb, ssb = number(r.get("stall_long_sb", "0")), number(r.get("stall_short_sb", "0"))
         for key, table in ((k, regions), (opcode(r["Source"]), ops)):
-            a = table.setdefault(key, [0.0, 0.0])
-            a[0], a[1] = a[0] + inst, a[1] + smp
+            a = table.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+            a[0], a[1], a[2], a[3] = a[0] + inst, a[1] + smp, a[2] + lsb, a[3] + ssb
         if opcode(r["Source"]) == "BAR":
             k += 1
-    rows = [{"kind": "region", "name": str(key), "warp_instructions": int(v[0]), "share": round(v[0] / total, 4),
-             "sample_share": round(v[1] / samples, 4)} for key, v in sorted(regions.items())]
-    rows += [{"kind": "opcode", "name": key, "warp_instructions": int(v[0]), "share": round(v[0] / total, 4),
-              "sample_share": round(v[1] / samples, 4)} for key, v in sorted(ops.items(), key=lambda kv: -kv[1][0])]
-    rows.append({"kind": "total", "name": kernel, "warp_instructions": int(total), "share": 1.0,
-                 "sample_share": 1.0})
-    write_csv(out, ["kind", "name", "warp_instructions", "share", "sample_share"], rows)
+
+    def row(kind, name, v):
+        return {"kind": kind, "name": name, "warp_instructions": int(v[0]), "share": round(v[0] / total, 4),
+                "sample_share": round(v[1] / samples, 4), "long_sb": round(v[2] / v[1], 4) if v[1] else 0.0,
+                "short_sb": round(v[3] / v[1], 4) if v[1] else 0.0}
+
+    rows = [row("region", str(key), v) for key, v in sorted(regions.items())]
+    rows += [row("opcode", key, v) for key, v in sorted(ops.items(), key=lambda kv: -kv[1][0])]
+    whole = [sum(v[i] for v in regions.values()) for i in range(4)]
+    rows.append(dict(row("total", kernel, whole), share=1.0, sample_share=1.0))
+    write_csv(out, ["kind", "name", "warp_instructions", "share", "sample_share", "long_sb", "short_sb"], rows)
     print(f"wrote {out}: {len(regions)} regions, {len(ops)} opcodes, {int(total)} warp instructions")
     return 0
 
