@@ -22,6 +22,10 @@ import subprocess
 import sys
 
 
+# The columns tools/gpu_trace.cpp writes that this reads.
+COLUMNS = ["kind", "stream", "start_ns", "end_ns", "grid", "block", "cluster", "what"]
+
+
 def demangle(names):
     tool = shutil.which("c++filt")
     if not tool or not names:
@@ -54,10 +58,16 @@ def main():
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--csv", help="also write the medians here, one row per group and part")
     args = ap.parse_args()
-    with open(args.trace, newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    try:
+        with open(args.trace, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as e:
+        sys.exit(f"{args.trace}: {e.strerror}")
     if not rows:
         sys.exit(f"{args.trace}: no records")
+    missing = [c for c in COLUMNS if c not in rows[0]]
+    if missing:
+        sys.exit(f"{args.trace}: not gpu_trace's CSV (no column {', '.join(missing)})")
     names = demangle(sorted({r["what"] for r in rows if r["kind"] == "kernel"}))
     by_stream = {}
     for r in rows:
@@ -94,27 +104,32 @@ def main():
         ops = items[0][2]
         longest = max(range(len(sig)), key=lambda n: med(cols[1 + 2 * n]))
         key = base(sig[longest][1]) if sig[longest][0] == "kernel" else sig[longest][0]
-        print(f"{len(items)} intervals: interval {med([i[0] for i in items]):.2f} us (median)")
+        interval = med([i[0] for i in items])
+        print(f"{len(items)} intervals: interval {interval:.2f} us (median)")
         print(f"  lead, event to first start            {med(cols[0]):8.2f} us")
-        rows = [("interval", "", "", med([i[0] for i in items])), ("lead", "", "", med(cols[0]))]
+        parts = [("interval", "", "", interval), ("lead", "", "", med(cols[0]))]
         for n, (kind, what) in enumerate(sig):
-            op = ops[n]
+            op, took = ops[n], med(cols[1 + 2 * n])
             shape = f" (grid {op['grid']}, block {op['block']}, cluster {op['cluster']})" if kind == "kernel" else " bytes"
             print(f"  {kind:7s} {what}{shape}")
-            print(f"          duration                       {med(cols[1 + 2 * n]):8.2f} us")
-            rows.append((f"op{n + 1}", kind, what, med(cols[1 + 2 * n])))
+            print(f"          duration                       {took:8.2f} us")
+            parts.append((f"op{n + 1}", kind, what, took))
             if n + 1 < len(sig):
-                print(f"          gap to the next                {med(cols[2 + 2 * n]):8.2f} us")
-                rows.append((f"gap{n + 1}", "", "", med(cols[2 + 2 * n])))
+                gap = med(cols[2 + 2 * n])
+                print(f"          gap to the next                {gap:8.2f} us")
+                parts.append((f"gap{n + 1}", "", "", gap))
         print(f"  tail, last end to event               {med(cols[-1]):8.2f} us")
-        rows.append(("tail", "", "", med(cols[-1])))
-        table += [(key, len(items)) + r for r in rows]
+        parts.append(("tail", "", "", med(cols[-1])))
+        table += [(key, len(items)) + p for p in parts]
     if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["key", "intervals", "part", "kind", "name", "us"])
-            for r in table:
-                w.writerow(list(r[:5]) + [f"{r[5]:.3f}"])
+        try:
+            with open(args.csv, "w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(["key", "intervals", "part", "kind", "name", "us"])
+                for r in table:
+                    w.writerow(list(r[:5]) + [f"{r[5]:.3f}"])
+        except OSError as e:
+            sys.exit(f"{args.csv}: {e.strerror}")
     return 0
 
 
