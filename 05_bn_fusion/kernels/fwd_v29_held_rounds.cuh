@@ -252,27 +252,30 @@ V29Plan v29_plan(const FwdArgs<T>& a, int grid, int slots) {
 // The dynamic shared memory of `slots` held packs a thread: a round of the block's 16-byte packs each.
 inline std::size_t v29_dynamic_bytes(int slots) { return static_cast<std::size_t>(slots) * kV29Threads * 16; }
 
-// The kernel's held packs a thread: whole rounds of the block's packs, as many as the shared memory
-// takes beside the kernel's static arrays; 0 where a block of kV29Threads with them does not fit an
-// SM. Asked once, with the dynamic shared memory it needs granted to the kernel.
+// The slots of `slot_bytes` a kernel of `threads` threads, one block an SM, keeps in its dynamic
+// shared memory beside its static arrays: as many as the SM's shared memory takes; 0 where a block
+// with them does not fit an SM. Grants the kernel the dynamic shared memory of that many slots.
+inline int held_slots(const void* kernel, int threads, std::size_t slot_bytes) {
+  cudaFuncAttributes fa{};
+  TUT_CUDA(cudaFuncGetAttributes(&fa, kernel));
+  int optin = 0, device = 0;
+  TUT_CUDA(cudaGetDevice(&device));
+  TUT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const long long room = static_cast<long long>(optin) - static_cast<long long>(fa.sharedSizeBytes);
+  const int s = room > 0 ? static_cast<int>(room / static_cast<long long>(slot_bytes)) : 0;
+  if (s < 1) return 0;
+  const std::size_t bytes = static_cast<std::size_t>(s) * slot_bytes;
+  TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  int per_sm = 0;
+  TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, bytes));
+  return per_sm < 1 ? 0 : s;
+}
+
+// The kernel's held packs a thread: whole rounds of the block's packs. Asked once.
 template <class T, bool kAdd>
 int v29_slots() {
-  static const int slots = [] {
-    const void* kernel = reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>);
-    cudaFuncAttributes fa{};
-    TUT_CUDA(cudaFuncGetAttributes(&fa, kernel));
-    int optin = 0, device = 0;
-    TUT_CUDA(cudaGetDevice(&device));
-    TUT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const int s =
-        static_cast<int>((optin - static_cast<int>(fa.sharedSizeBytes)) / static_cast<int>(v29_dynamic_bytes(1)));
-    if (s < 1) return 0;
-    TUT_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(v29_dynamic_bytes(s))));
-    int per_sm = 0;
-    TUT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kV29Threads, v29_dynamic_bytes(s)));
-    return per_sm < 1 ? 0 : s;
-  }();
+  static const int slots =
+      held_slots(reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>), kV29Threads, v29_dynamic_bytes(1));
   return slots;
 }
 
