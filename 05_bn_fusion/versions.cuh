@@ -29,6 +29,7 @@
 #include "kernels/bwd_v20_async_pass.cuh"
 #include "kernels/bwd_v21_resident.cuh"
 #include "kernels/bwd_v30_pushed_sums.cuh"
+#include "kernels/bwd_v31_held_rounds.cuh"
 #include "kernels/fwd_v0_unfused.cuh"
 #include "kernels/fwd_v1_welford_fused.cuh"
 #include "kernels/fwd_v2_layout_aware.cuh"
@@ -372,6 +373,10 @@ tut::Problem<BackwardInstance<T, kAdd>> backward_problem() {
   p.versions.push_back(bwd_version<T, kAdd>("v30_pushed_sums", "v15 with each block's sums pushed before the cluster barrier, as the forward v30",
                                             "mask", &bwd_v30_pushed_sums<T, kAdd>, &bwd_v5_scratch_bytes<T>,
                                             bwd_v30_kernels<T, kAdd>()));
+  p.versions.push_back(bwd_version<T, kAdd>("v31_held_rounds",
+                                            "NHWC: one kernel a block an SM, each thread's first packs of g and x kept in shared memory for the dx pass, as the forward v29",
+                                            "mask", &bwd_v31_held_rounds<T, kAdd>, &bwd_v31_scratch_bytes<T>,
+                                            bwd_v31_kernels<T, kAdd>()));
   add_cudnn_backward_peers<T, kAdd>(p);
   return p;
 }

@@ -760,6 +760,41 @@ TEST_SUITE("gpu") {
     check_bits(bn_add_relu_backward_f16(), dims, "v21_resident", nullptr);
   }
 
+  // v31's held rounds (NHWC, C dividing 64) beyond v17's shapes (which hold 64x64x112x112: 95 packs
+  // a thread in half, 13 kept): 8x64x56x56 (every pack held), 8x64x120x120 (14 packs for some
+  // threads in half, 27 in float: held and read-again packs in one thread), C = 8, 4, 2 and 1 (a
+  // channel at several positions of a row), an odd count with C = 4 (elements past the last pack,
+  // summed in the merge and written by one warp), and, outside the sanitizers, the suite's
+  // 128x64x56x56 and 16x32x112x112 and 64x64x60x61 (a partial last round); and where it runs v20:
+  // C = 33, C = 128, NCHW, an operand moved (check_backward_rung). Chains from every forward; its
+  // bits, launch after launch.
+  TEST_CASE("v31_held_rounds: every backward, its shapes and where it runs v20, both layouts, operands moved; chains from every forward; its bits, launch after launch" *
+            tut::needs_gpu()) {
+    const auto shapes = [](const auto& p) {
+      auto cases = v17_shapes(p);
+      std::vector<Dims> dims = {{8, 64, 56, 56}, {8, 64, 120, 120}, {3, 8, 17, 19}, {5, 4, 7, 9}, {2, 2, 33, 31},
+                                {7, 1, 13, 11},  {1, 4, 3, 3},      {2, 16, 5, 5},  {3, 33, 17, 19}, {2, 128, 9, 11}};
+      if (!tut::under_sanitizer())
+        for (const Dims& d : {Dims{128, 64, 56, 56}, Dims{16, 32, 112, 112}, Dims{64, 64, 60, 61}}) dims.push_back(d);
+      for (const Dims& d : dims) cases.push_back(bn_case(p, d, "NHWC"));
+      return cases;
+    };
+    check_backward_rung("v31_held_rounds", shapes);
+    const tut::ProblemEntry e32 = tut::erase(bn_relu_f32()), e16 = tut::erase(bn_add_relu_f16());
+    const auto b32 = chained_to(only(bn_relu_backward_f32(), "v31_held_rounds"), e32);
+    const auto b16 = chained_to(only(bn_add_relu_backward_f16(), "v31_held_rounds"), e16);
+    auto chain_cases = small_shapes(bn_relu_backward_f32());
+    chain_cases.push_back(bn_case(bn_relu_backward_f32(), {8, 64, 56, 56}, "NHWC"));
+    chain_cases.push_back(bn_case(bn_relu_backward_f32(), {5, 4, 7, 9}, "NHWC"));
+    CHECK(tut::check_chains(b32, chain_cases) == expected_pairs(b32, bn_relu_f32()) * static_cast<int>(chain_cases.size()));
+    CHECK(tut::check_chains(b16, chain_cases) == expected_pairs(b16, bn_add_relu_f16()) * static_cast<int>(chain_cases.size()));
+    const std::vector<Dims> dims = {{5, 4, 7, 9}, {2, 64, 30, 30}, {8, 64, 120, 120}};
+    check_bits(bn_relu_backward_f32(), dims, "v31_held_rounds", nullptr);
+    check_bits(bn_add_relu_backward_f32(), dims, "v31_held_rounds", nullptr);
+    check_bits(bn_relu_backward_f16(), dims, "v31_held_rounds", nullptr);
+    check_bits(bn_add_relu_backward_f16(), dims, "v31_held_rounds", nullptr);
+  }
+
   // Every backward version on what every forward version saved, one problem a test case (so that
   // the four can run in processes of their own; a name holds no comma, which doctest's filters read
   // as a separator).

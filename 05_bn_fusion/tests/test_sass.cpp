@@ -540,3 +540,21 @@ TEST_CASE("v29: the walk's 4 loads of 16 bytes issued before its first sum, the 
     CHECK(tut::count_opcode(k, "STL") == 0);
   }
 }
+
+TEST_CASE("v31: the walk's 4 packs of dy and 4 of x (16 bytes each) issued before its first sum, the held packs "
+          "to shared memory in 16 bytes and back in the pass, dx in 16-byte stores, no spill" *
+          doctest::skip(kNoCuobjdump)) {
+  for (const char* name : {"bwd_v31_kernel<__half, false>", "bwd_v31_kernel<__half, true>", "bwd_v31_kernel<float, false>",
+                           "bwd_v31_kernel<float, true>"}) {
+    const auto& k = kernel(name);
+    INFO(k.name);
+    const auto walk = tut::loop_around(k, "STS.128");  // the walk stores the packs it keeps
+    CHECK(count_in(walk, "LDG", 128) == 8);
+    CHECK(nth(walk, {"LDG.E.128"}, 8) < nth(walk, {"HADD2.F32", "FADD", "FFMA"}, 1));
+    CHECK(tut::count_memory_ops(k, "LDS", 128) >= 2);
+    CHECK(tut::count_memory_ops(k, "STG", 128) >= 1);
+    CHECK(tut::count_opcode(k, "ATOM") >= 1);  // grid.sync(): an arrival on a counter in global memory
+    CHECK(tut::count_opcode(k, "LDL") == 0);
+    CHECK(tut::count_opcode(k, "STL") == 0);
+  }
+}
