@@ -28,8 +28,8 @@
 //   flight; then the held ones from shared memory, no mask needed. A thread's coefficients (mean,
 //   A, B, K: 4 V floats) stay in registers. The elements past the last whole pack go to one warp.
 //   512 threads, not v29's 1024: 128 registers a thread, where v29's 64 made it read each pack's
-//   parameters from shared memory (11.1 % of its stall samples in half); 4 packs of dy and of x in
-//   flight a thread keep 64 KiB a SM in flight, as v29's 1024 threads with 4 packs of x.
+//   parameters from shared memory (11.1 % of its stall samples in half). kV31Ahead packs of dy and
+//   of x in flight a thread: 6 (96 KiB an SM), no spill in any form; 8 spill in half.
 // Where it does not apply (NCHW; P not dividing 32 or L > kV31MostL; more than kV31MostPacks packs a
 // thread; dy, x, dx or dr off 16 bytes; the dynamic shared memory refused), v31 runs v20.
 // Bytes: dy, x and the mask once, then again less what is held; dx (and dr) once. On the H200 a
@@ -43,6 +43,17 @@
 //   half 64x64x112x112: 0.947 of the traffic: about 0.130 against 0.1376 and cuDNN's 0.1355.
 //   half 16x32x112x112: all of dy and x held (6.42 M elements): read once, under v20's 0.0234.
 //   float 128x64x56x56: 0.946 of the traffic: about 0.119 against v19's 0.1257 and cuDNN's 0.1271.
+// Measured on the H200, built first with 4 packs of each in flight (commit b668c06,
+// results/v31_trial/; one process, the caches flushed before each repetition): wrong at the large
+// shapes. Half 128x64x56x56 0.0696 ms against v20's 0.0703 and cuDNN's 0.0658; half 64x64x112x112
+// 0.1466 against 0.1382 and 0.1352; float 128x64x56x56 0.1396 against v19's 0.1254 and cuDNN's
+// 0.1267. Right where all of dy and x is held (16x32x112x112): the fastest backward of ours in all
+// four forms, 0.0324 ms in float against v20's 0.0357 and cuDNN's 0.0376. Under Nsight Compute at
+// 128x64x56x56 in half it reads 151.5 MB from DRAM (cuDNN's kernel 155.9, v20's two 212.0) but keeps
+// the DRAM 49.2 % busy; its source page puts 49.8 % of the stall samples in the walk and 42.0 % in
+// the pass, 61.4 % and 54.5 % of them waiting on a load (long scoreboard): too few bytes in flight.
+// Prediction for 6 in flight (before any run): 1.5 times the bytes in flight, the half backward at
+// 128x64x56x56 between 0.060 and 0.066 ms, the float one between 0.120 and 0.130.
 #pragma once
 
 #include "kernels/bwd_v20_async_pass.cuh"
@@ -52,7 +63,7 @@ namespace ch05 {
 
 inline constexpr int kV31Threads = 512;  // one block an SM
 inline constexpr int kV31Warps = kV31Threads / 32;
-inline constexpr int kV31Ahead = 4;       // packs of dy and of x in flight a thread, in both sweeps
+inline constexpr int kV31Ahead = 6;       // packs of dy and of x in flight a thread, in both sweeps
 inline constexpr int kV31MostL = 64;      // elements a row at most (the block's buffer)
 inline constexpr int kV31MostPacks = 256;  // packs a thread at most (its float sums)
 
