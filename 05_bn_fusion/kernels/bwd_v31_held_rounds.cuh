@@ -54,6 +54,11 @@
 // the pass, 61.4 % and 54.5 % of them waiting on a load (long scoreboard): too few bytes in flight.
 // Prediction for 6 in flight (before any run): 1.5 times the bytes in flight, the half backward at
 // 128x64x56x56 between 0.060 and 0.066 ms, the float one between 0.120 and 0.130.
+// Measured with 6 (the tree of b4dc61f; results/v31_trial/NVIDIA_H200.bwd.json, ncu.csv): wrong. Half
+// 128x64x56x56 0.0696 ms again (v20 0.0704, cuDNN 0.0654), the DRAM 47.4 % busy; float 0.1391 (v19
+// 0.1259); the waits on loads still 60.1 % of the walk's samples. The bytes a thread has in flight are
+// not what holds it. v31 is the fastest of ours only where all of dy and x is held (16x32x112x112:
+// float, 0.0328 ms against v20's 0.0358 and cuDNN's 0.0379; the half Add form; level in half).
 #pragma once
 
 #include "kernels/bwd_v20_async_pass.cuh"
