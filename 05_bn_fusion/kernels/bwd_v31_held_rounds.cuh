@@ -72,10 +72,7 @@ inline constexpr int kV31Ahead = 6;       // packs of dy and of x in flight a th
 inline constexpr int kV31MostL = 64;      // elements a row at most (the block's buffer)
 inline constexpr int kV31MostPacks = 256;  // packs a thread at most (its float sums)
 
-struct V31Plan {
-  int P = 1, by = 1, held = 0;  // packs a row, rows a block, packs a thread keeps (of g and of x)
-  std::int64_t q_full = 0;      // whole packs; the elements past them go to one warp
-};
+using V31Plan = HeldPlan;  // held: packs a thread keeps, of g and of x (tail_from unused)
 
 // The block's buffer: each warp's two sums by position in a row, then the block's by position.
 struct V31Shared {
@@ -157,63 +154,23 @@ __global__ void __launch_bounds__(kV31Threads, 1)
   }
   // 2. The block's sums in double: over a column's lanes, the warps in order, a channel's positions.
 #pragma unroll
-  for (int j = 0; j < V; ++j) {
-    double a1 = static_cast<double>(s1[j]), a2 = static_cast<double>(s2[j]);
-    for (int o = 16; o >= P; o /= 2) {
-      a1 += __shfl_xor_sync(kFullWarp, a1, o);
-      a2 += __shfl_xor_sync(kFullWarp, a2, o);
-    }
-    if (lane < P) {
-      sh.ws[(warp * L + lane * V + j) * 2] = a1;
-      sh.ws[(warp * L + lane * V + j) * 2 + 1] = a2;
-    }
-  }
-  __syncthreads();
-  double b1 = 0.0, b2 = 0.0;
-  if (t < L)
-    for (int w = 0; w < kV31Warps; ++w) b1 += sh.ws[(w * L + t) * 2], b2 += sh.ws[(w * L + t) * 2 + 1];
-  __syncthreads();
-  if (t < L) sh.ws[t * 2] = b1, sh.ws[t * 2 + 1] = b2;
-  __syncthreads();
-  if (t < C) {  // channel t sits at positions t, t + C, ... of a row
-    double c1 = 0.0, c2 = 0.0;
-    for (int i = t; i < L; i += C) c1 += sh.ws[i * 2], c2 += sh.ws[i * 2 + 1];
-    partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = DSum{c1, c2};
-  }
+  for (int j = 0; j < V; ++j) held_column_sums(sh.ws, s1[j], s2[j], P, L, V, j, lane, warp);
+  held_block_partials<kV31Warps>(sh.ws, L, C, partials, t);
   cg::grid_group grid = cg::this_grid();
   grid.sync();
 
   // 3. The merge: block b takes channels b, b + G, ...
-  const int G = static_cast<int>(gridDim.x);
   const std::int64_t tail_first = plan.q_full * V, numel = a.s.numel();
-  for (int c = static_cast<int>(blockIdx.x); c < C; c += G) {
-    double m1 = 0.0, m2 = 0.0;
-    for (int k = t; k < G; k += kV31Threads) {
-      const DSum d = partials[static_cast<std::int64_t>(k) * C + c];
-      m1 += d.s1;
-      m2 += d.s2;
+  merge_block_partials<kV31Threads>(partials, C, sh.w1, sh.w2, [&](int c, double t1, double t2) {
+    const float mc = a.saved_mean[c];
+    // the elements past the last whole pack (fewer than V): channel c's among them
+    for (std::int64_t i = first_of_channel(tail_first, c, C); i < numel; i += C) {
+      const float g = (a.mask[i >> 5] >> (i & 31)) & 1u ? to_float(a.dy[i]) : 0.0f;
+      t1 += g;
+      t2 += static_cast<double>(g * (to_float(a.x[i]) - mc));
     }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) {
-      m1 += __shfl_xor_sync(kFullWarp, m1, o);
-      m2 += __shfl_xor_sync(kFullWarp, m2, o);
-    }
-    if (lane == 0) sh.w1[warp] = m1, sh.w2[warp] = m2;
-    __syncthreads();
-    if (t == 0) {
-      double t1 = 0.0, t2 = 0.0;
-      for (int k = 0; k < kV31Warps; ++k) t1 += sh.w1[k], t2 += sh.w2[k];
-      const float mc = a.saved_mean[c];
-      // the elements past the last whole pack (fewer than V): channel c's among them
-      for (std::int64_t i = tail_first + ((c - tail_first % C) % C + C) % C; i < numel; i += C) {
-        const float g = (a.mask[i >> 5] >> (i & 31)) & 1u ? to_float(a.dy[i]) : 0.0f;
-        t1 += g;
-        t2 += static_cast<double>(g * (to_float(a.x[i]) - mc));
-      }
-      finish_backward_channel(a, p, c, GradSums{static_cast<float>(t1), static_cast<float>(t2)});
-    }
-    __syncthreads();  // w1 and w2 are read before the next channel's totals
-  }
+    finish_backward_channel(a, p, c, GradSums{static_cast<float>(t1), static_cast<float>(t2)});
+  });
   grid.sync();
 
   // 4. The pass: the packs not held, last first, then the held ones; the tail by one warp.
@@ -255,24 +212,11 @@ std::size_t bwd_v31_scratch_bytes(const Shape4& s) {
   return std::max(Scratch(s.C, bwd_v31_partial_bytes(s), 0).total, bwd_v4_scratch_bytes<T>(s));
 }
 
-// The kernel's plan, or held = -1 where v31 does not take the case. A row is nhwc_plan's (P packs
-// of L elements).
+// The kernel's plan, or held = -1 where v31 does not take the case.
 template <class T, bool kAdd>
 V31Plan v31_plan(const BwdArgs<T>& a, int grid, int slots) {
-  constexpr int V = kPack<T>;
-  V31Plan plan;
-  plan.held = -1;
-  if (slots < 1 || a.s.layout != Layout::nhwc || !bwd_stats_packs_ok<T>(a) || !bwd_apply_packs_ok<T, kAdd>(a))
-    return plan;
-  const NhwcPlan row = nhwc_plan(a.s, V);
-  if (row.L > kV31MostL || 32 % row.P != 0) return plan;
-  plan.P = static_cast<int>(row.P);
-  plan.by = kV31Threads / plan.P;
-  plan.q_full = row.q_full;
-  const std::int64_t dr = static_cast<std::int64_t>(grid) * plan.by;
-  if ((row.rows + dr - 1) / dr > kV31MostPacks) return plan;
-  plan.held = slots;
-  return plan;
+  return held_plan(a.s, kPack<T>, bwd_stats_packs_ok<T>(a) && bwd_apply_packs_ok<T, kAdd>(a), kV31Threads, grid,
+                   slots, kV31MostL, kV31MostPacks);
 }
 
 // The kernel's held packs a thread, asked once.
@@ -293,15 +237,8 @@ void bwd_v31_held_rounds(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
     bwd_v20_async_pass<T, kAdd>(st, a, ws);
     return;
   }
-  const Scratch sc(a.s.C, bwd_v31_partial_bytes(a.s), 0);
-  ChannelParams p = sc.params_at(ws);
-  DSum* partials = sc.partials_at<DSum>(ws);
-  ChannelMap map(a.s);
-  BwdArgs<T> args = a;
-  void* kargs[] = {&args, &p, &partials, &plan, &map};
-  ::tut::check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&bwd_v31_kernel<T, kAdd>), grid,
-                                                kV31Threads, kargs, v31_dynamic_bytes(slots), st),
-                    "bwd_v31_held_rounds", __FILE__, __LINE__);
+  launch_held(reinterpret_cast<const void*>(&bwd_v31_kernel<T, kAdd>), grid, kV31Threads, v31_dynamic_bytes(slots), a,
+              ws, bwd_v31_partial_bytes(a.s), plan, st, "bwd_v31_held_rounds");
 }
 
 // The kernels it launches, v20's included.

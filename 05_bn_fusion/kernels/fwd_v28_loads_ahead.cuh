@@ -68,6 +68,42 @@ __device__ __forceinline__ void v28_add(const uint4& raw, const float (&K)[V], f
   }
 }
 
+// The first element of channel c at or past element `from` (NHWC: every C-th from there).
+__device__ __forceinline__ std::int64_t first_of_channel(std::int64_t from, int c, int C) {
+  return from + ((c - from % C) % C + C) % C;
+}
+
+// The merge after a grid barrier (v28, bwd v31): block b takes channels b, b + G, ...; a channel's
+// partials of the G blocks are added in one order (the threads' strides, shuffles, then the warps in
+// order, through w1 and w2: kThreads / 32 doubles of shared memory each), and thread 0 hands the
+// totals to finish(c, t1, t2). The same bits in every launch.
+template <int kThreads, class Finish>
+__device__ __forceinline__ void merge_block_partials(const DSum* partials, int C, double* w1, double* w2,
+                                                     const Finish& finish) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32, G = static_cast<int>(gridDim.x);
+  for (int c = static_cast<int>(blockIdx.x); c < C; c += G) {
+    double m1 = 0.0, m2 = 0.0;
+    for (int k = t; k < G; k += kThreads) {
+      const DSum d = partials[static_cast<std::int64_t>(k) * C + c];
+      m1 += d.s1;
+      m2 += d.s2;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      m1 += __shfl_xor_sync(kFullWarp, m1, o);
+      m2 += __shfl_xor_sync(kFullWarp, m2, o);
+    }
+    if (lane == 0) w1[warp] = m1, w2[warp] = m2;
+    __syncthreads();
+    if (t == 0) {
+      double t1 = 0.0, t2 = 0.0;
+      for (int k = 0; k < kThreads / 32; ++k) t1 += w1[k], t2 += w2[k];
+      finish(c, t1, t2);
+    }
+    __syncthreads();  // w1 and w2 are read before the next channel's totals
+  }
+}
+
 template <int V, class T, int kBlocks = kV28Blocks, int kU = kV28Unroll>
 __global__ void __launch_bounds__(kBlock, kBlocks)
     fwd_v28_stats_kernel(FwdArgs<T> a, ChannelParams p, DSum* partials, V3Plan plan) {
@@ -141,38 +177,19 @@ __global__ void __launch_bounds__(kBlock, kBlocks)
   pdl_launch_dependents();  // every block is past its reads of x: the pass may start
   // The merge: block b takes channels b, b + G, ...
   __shared__ double w1[kWarps], w2[kWarps];
-  const int G = static_cast<int>(gridDim.x), lane = t % 32, warp = t / 32;
   const std::int64_t tail_first = q.q_full * V, numel = a.s.numel();
-  for (int c = static_cast<int>(blockIdx.x); c < C; c += G) {
-    double m1 = 0.0, m2 = 0.0;
-    for (int k = t; k < G; k += kBlock) {
-      const DSum d = partials[static_cast<std::int64_t>(k) * C + c];
-      m1 += d.s1;
-      m2 += d.s2;
+  merge_block_partials<kBlock>(partials, C, w1, w2, [&](int c, double t1, double t2) {
+    const double ks = to_float(a.x[c]);
+    // the elements past the last whole pack (fewer than V): channel c's among them
+    for (std::int64_t i = first_of_channel(tail_first, c, C); i < numel; i += C) {
+      const double d = static_cast<double>(to_float(a.x[i])) - ks;
+      t1 += d;
+      t2 += d * d;
     }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) {
-      m1 += __shfl_xor_sync(kFullWarp, m1, o);
-      m2 += __shfl_xor_sync(kFullWarp, m2, o);
-    }
-    if (lane == 0) w1[warp] = m1, w2[warp] = m2;
-    __syncthreads();
-    if (t == 0) {
-      double t1 = 0.0, t2 = 0.0;
-      for (int k = 0; k < kWarps; ++k) t1 += w1[k], t2 += w2[k];
-      const double ks = to_float(a.x[c]);
-      // the elements past the last whole pack (fewer than V): channel c's among them
-      for (std::int64_t i = tail_first + ((c - tail_first % C) % C + C) % C; i < numel; i += C) {
-        const double d = static_cast<double>(to_float(a.x[i])) - ks;
-        t1 += d;
-        t2 += d * d;
-      }
-      const double M = static_cast<double>(a.s.per_channel());
-      const double mean = ks + t1 / M, m2w = fmax(t2 - t1 * t1 / M, 0.0);
-      finish_forward_channel(a, p, c, Welford{static_cast<float>(M), static_cast<float>(mean), static_cast<float>(m2w)});
-    }
-    __syncthreads();  // w1 and w2 are read before the next channel's totals
-  }
+    const double M = static_cast<double>(a.s.per_channel());
+    const double mean = ks + t1 / M, m2w = fmax(t2 - t1 * t1 / M, 0.0);
+    finish_forward_channel(a, p, c, Welford{static_cast<float>(M), static_cast<float>(mean), static_cast<float>(m2w)});
+  });
 }
 
 template <class T>

@@ -65,17 +65,70 @@ inline constexpr int kV29Ahead = 4;                 // loads in flight a thread,
 inline constexpr int kV29MostL = 64;                // elements a row at most (the merge's buffer)
 inline constexpr int kV29MostPacks = 256;           // packs a thread at most (its float sums)
 
-struct V29Plan {
-  int P = 1, by = 1, held = 0;      // packs a row, rows a block, packs a thread keeps on chip
+// The plan of a kernel that holds rounds (v29, bwd v31). A row is nhwc_plan's P packs of L elements.
+struct HeldPlan {
+  int P = 1, by = 1, held = -1;     // packs a row, rows a block, packs a thread keeps (-1: not taken)
   std::int64_t q_full = 0;          // whole packs
   std::int64_t tail_from = 0;       // the first element of the last mask word the packs do not fill
 };
+using V29Plan = HeldPlan;
+
+// held = -1 where the kernel does not take the case: not NHWC, its operands not in packs, a row of
+// more than most_l elements or of a number of packs not dividing 32, more than most_packs a thread.
+inline HeldPlan held_plan(const Shape4& s, int V, bool packs_ok, int threads, int grid, int slots, int most_l,
+                          int most_packs) {
+  HeldPlan plan;
+  if (slots < 1 || s.layout != Layout::nhwc || !packs_ok) return plan;
+  const NhwcPlan row = nhwc_plan(s, V);
+  if (row.L > most_l || 32 % row.P != 0) return plan;
+  plan.P = static_cast<int>(row.P);
+  plan.by = threads / plan.P;
+  plan.q_full = row.q_full;
+  const std::int64_t dr = static_cast<std::int64_t>(grid) * plan.by;
+  if ((row.rows + dr - 1) / dr > most_packs) return plan;
+  plan.tail_from = plan.q_full * V / 32 * 32;
+  plan.held = slots;
+  return plan;
+}
 
 // The merge's buffer: each warp's sums by position in a row (the held packs are the dynamic shared
 // memory, [slot][thread]).
 struct V29Shared {
   double ws[kV29Warps * kV29MostL * 2];
 };
+
+// Step 2 of v29 and bwd v31, the block's sums by position in a row. First the thread's two sums of
+// position lane V + j, added over the lanes of its column by shuffles (P divides 32), into
+// ws[(warp L + lane V + j) * 2 + {0, 1}] by the column's first lane (lane < P).
+template <int N>
+__device__ __forceinline__ void held_column_sums(double (&ws)[N], double a1, double a2, int P, int L, int V, int j,
+                                                 int lane, int warp) {
+  for (int o = 16; o >= P; o /= 2) {
+    a1 += __shfl_xor_sync(kFullWarp, a1, o);
+    a2 += __shfl_xor_sync(kFullWarp, a2, o);
+  }
+  if (lane < P) {
+    ws[(warp * L + lane * V + j) * 2] = a1;
+    ws[(warp * L + lane * V + j) * 2 + 1] = a2;
+  }
+}
+// Then over the block's kWarpsN warps in order, and over a channel's positions c, c + C, ... of a
+// row: the block's partials[b C + c], c < C.
+template <int kWarpsN, int N>
+__device__ __forceinline__ void held_block_partials(double (&ws)[N], int L, int C, DSum* partials, int t) {
+  __syncthreads();
+  double b1 = 0.0, b2 = 0.0;
+  if (t < L)
+    for (int w = 0; w < kWarpsN; ++w) b1 += ws[(w * L + t) * 2], b2 += ws[(w * L + t) * 2 + 1];
+  __syncthreads();
+  if (t < L) ws[t * 2] = b1, ws[t * 2 + 1] = b2;
+  __syncthreads();
+  if (t < C) {
+    double c1 = 0.0, c2 = 0.0;
+    for (int i = t; i < L; i += C) c1 += ws[i * 2], c2 += ws[i * 2 + 1];
+    partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = DSum{c1, c2};
+  }
+}
 
 template <class T, bool kAdd>
 __global__ void __launch_bounds__(kV29Threads, 1)
@@ -120,33 +173,15 @@ __global__ void __launch_bounds__(kV29Threads, 1)
     double a1 = static_cast<double>(s1[j]), a2 = static_cast<double>(s2[j]);
     a2 = a2 + 2.0 * d * a1 + n * d * d;
     a1 = a1 + n * d;
-    for (int o = 16; o >= P; o /= 2) {
-      a1 += __shfl_xor_sync(kFullWarp, a1, o);
-      a2 += __shfl_xor_sync(kFullWarp, a2, o);
-    }
-    if (lane < P) {
-      sh.ws[(warp * L + lane * V + j) * 2] = a1;
-      sh.ws[(warp * L + lane * V + j) * 2 + 1] = a2;
-    }
+    held_column_sums(sh.ws, a1, a2, P, L, V, j, lane, warp);
   }
-  __syncthreads();
-  double b1 = 0.0, b2 = 0.0;
-  if (t < L)
-    for (int w = 0; w < kV29Warps; ++w) b1 += sh.ws[(w * L + t) * 2], b2 += sh.ws[(w * L + t) * 2 + 1];
-  __syncthreads();
-  if (t < L) sh.ws[t * 2] = b1, sh.ws[t * 2 + 1] = b2;
-  __syncthreads();
-  if (t < C) {  // channel t sits at positions t, t + C, ... of a row
-    double c1 = 0.0, c2 = 0.0;
-    for (int i = t; i < L; i += C) c1 += sh.ws[i * 2], c2 += sh.ws[i * 2 + 1];
-    partials[static_cast<std::int64_t>(blockIdx.x) * C + t] = DSum{c1, c2};
-  }
+  held_block_partials<kV29Warps>(sh.ws, L, C, partials, t);
   cg::grid_group grid = cg::this_grid();
   grid.sync();
 
-  // 3. The merge: block b takes channels b, b + G, ... (v28's loop, written out again: called from a
-  // helper shared with v28, in every form tried, it cost this kernel 8 bytes of spill at its 64
-  // registers a thread).
+  // 3. The merge: block b takes channels b, b + G, ... (merge_block_partials, v28's and bwd v31's,
+  // written out again: called through it, or any helper shared with v28 tried before, this kernel
+  // spills 8 bytes at its 64 registers a thread).
   const int G = static_cast<int>(gridDim.x);
   const std::int64_t tail_first = plan.q_full * V, numel = a.s.numel();
   for (int c = static_cast<int>(blockIdx.x); c < C; c += G) {
@@ -228,25 +263,11 @@ std::size_t fwd_v29_scratch_bytes(const Shape4& s) {
   return fwd_v28_scratch_bytes<T>(s);
 }
 
-// The kernel's plan, or held = -1 where v29 does not take the case. A row is nhwc_plan's (P packs
-// of L elements).
+// The kernel's plan, or held = -1 where v29 does not take the case.
 template <class T, bool kAdd>
 V29Plan v29_plan(const FwdArgs<T>& a, int grid, int slots) {
-  constexpr int V = kPack<T>;
-  V29Plan plan;
-  plan.held = -1;
-  if (slots < 1 || a.s.layout != Layout::nhwc || !stats_packs_ok<T>(a.s, a.x) || !fwd_apply_packs_ok<T, kAdd>(a))
-    return plan;
-  const NhwcPlan row = nhwc_plan(a.s, V);
-  if (row.L > kV29MostL || 32 % row.P != 0) return plan;
-  plan.P = static_cast<int>(row.P);
-  plan.by = kV29Threads / plan.P;
-  plan.q_full = row.q_full;
-  const std::int64_t dr = static_cast<std::int64_t>(grid) * plan.by;
-  if ((row.rows + dr - 1) / dr > kV29MostPacks) return plan;
-  plan.tail_from = plan.q_full * V / 32 * 32;
-  plan.held = slots;
-  return plan;
+  return held_plan(a.s, kPack<T>, stats_packs_ok<T>(a.s, a.x) && fwd_apply_packs_ok<T, kAdd>(a), kV29Threads, grid,
+                   slots, kV29MostL, kV29MostPacks);
 }
 
 // The dynamic shared memory of `slots` held packs a thread: a round of the block's 16-byte packs each.
@@ -271,6 +292,21 @@ inline int held_slots(const void* kernel, int threads, std::size_t slot_bytes) {
   return per_sm < 1 ? 0 : s;
 }
 
+// A held-rounds kernel's cooperative launch (v29, bwd v31), `grid` blocks of `threads` with `dyn`
+// bytes of dynamic shared memory, on its arguments: the operands a; the channels' parameters and the
+// blocks' partials, from the scratch's layout for `partial_bytes`; the plan; the channel map.
+template <class Args>
+void launch_held(const void* kernel, int grid, int threads, std::size_t dyn, const Args& a, void* ws,
+                 std::size_t partial_bytes, HeldPlan plan, cudaStream_t st, const char* who) {
+  const Scratch sc(a.s.C, partial_bytes, 0);
+  ChannelParams p = sc.params_at(ws);
+  DSum* partials = sc.partials_at<DSum>(ws);
+  ChannelMap map(a.s);
+  Args args = a;
+  void* kargs[] = {&args, &p, &partials, &plan, &map};
+  ::tut::check_cuda(cudaLaunchCooperativeKernel(kernel, grid, threads, kargs, dyn, st), who, __FILE__, __LINE__);
+}
+
 // The kernel's held packs a thread: whole rounds of the block's packs. Asked once.
 template <class T, bool kAdd>
 int v29_slots() {
@@ -289,16 +325,8 @@ void fwd_v29_held_rounds(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
     fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
     return;
   }
-  const Scratch sc(a.s.C, v3_partial_bytes(a.s, kPack<T>, sizeof(DSum)), 0);
-  ChannelParams p = sc.params_at(ws);
-  DSum* partials = sc.partials_at<DSum>(ws);
-  ChannelMap map(a.s);
-  FwdArgs<T> args = a;
-  void* kargs[] = {&args, &p, &partials, &plan, &map};
-  const std::size_t dyn = v29_dynamic_bytes(slots);
-  ::tut::check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>), grid,
-                                                kV29Threads, kargs, dyn, st),
-                    "fwd_v29_held_rounds", __FILE__, __LINE__);
+  launch_held(reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>), grid, kV29Threads, v29_dynamic_bytes(slots), a,
+              ws, v3_partial_bytes(a.s, kPack<T>, sizeof(DSum)), plan, st, "fwd_v29_held_rounds");
 }
 
 // The kernels it launches, the fallbacks' included.
