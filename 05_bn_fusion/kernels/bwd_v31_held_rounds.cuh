@@ -117,6 +117,13 @@ __global__ void __launch_bounds__(kV31Threads, 1)
   const auto elem = [&](int k) { return e_first + k * e_step; };
   const auto g_at = [&](int k) -> uint4& { return held[(2 * k) * kV31Threads + t]; };
   const auto x_at = [&](int k) -> uint4& { return held[(2 * k + 1) * kV31Threads + t]; };
+  // Pack k's dy, x and its bits of the mask, from memory (both sweeps).
+  const auto fetch = [&](int k, uint4& qg, uint4& qx, Word& bits) {
+    const std::int64_t e = elem(k);
+    qg = load_raw<V, T>(a.dy + e);
+    qx = load_raw<V, T>(a.x + e);
+    bits = a.mask[e >> 5] >> (e & 31);
+  };
 
   // 1. The walk: sum g and g (x - mean), the first `kept` packs kept.
   float mean[V], s1[V], s2[V];
@@ -130,12 +137,7 @@ __global__ void __launch_bounds__(kV31Threads, 1)
     Word bits[kA];
 #pragma unroll
     for (int u = 0; u < kA; ++u)
-      if (k0 + u < n) {
-        const std::int64_t e = elem(k0 + u);
-        qg[u] = load_raw<V, T>(a.dy + e);
-        qx[u] = load_raw<V, T>(a.x + e);
-        bits[u] = a.mask[e >> 5] >> (e & 31);
-      }
+      if (k0 + u < n) fetch(k0 + u, qg[u], qx[u], bits[u]);
 #pragma unroll
     for (int u = 0; u < kA; ++u) {
       if (k0 + u >= n) continue;
@@ -164,12 +166,11 @@ __global__ void __launch_bounds__(kV31Threads, 1)
   // 3. The merge: block b takes channels b, b + G, ...
   const std::int64_t tail_first = plan.q_full * V, numel = a.s.numel();
   merge_block_partials<kV31Threads>(partials, C, sh.w1, sh.w2, [&](int c, double t1, double t2) {
-    const float mc = a.saved_mean[c];
     // the elements past the last whole pack (fewer than V): channel c's among them
     for (std::int64_t i = first_of_channel(tail_first, c, C); i < numel; i += C) {
-      const float g = (a.mask[i >> 5] >> (i & 31)) & 1u ? to_float(a.dy[i]) : 0.0f;
-      t1 += g;
-      t2 += static_cast<double>(g * (to_float(a.x[i]) - mc));
+      const GradSums e = grad_of(a, i, c);
+      t1 += e.g;
+      t2 += e.gx;
     }
     finish_backward_channel(a, p, c, GradSums{static_cast<float>(t1), static_cast<float>(t2)});
   });
@@ -187,12 +188,7 @@ __global__ void __launch_bounds__(kV31Threads, 1)
     Word bits[kA];
 #pragma unroll
     for (int u = 0; u < kA; ++u)
-      if (k0 - u >= kept) {
-        const std::int64_t e = elem(k0 - u);
-        qg[u] = load_raw<V, T>(a.dy + e);
-        qx[u] = load_raw<V, T>(a.x + e);
-        bits[u] = a.mask[e >> 5] >> (e & 31);
-      }
+      if (k0 - u >= kept) fetch(k0 - u, qg[u], qx[u], bits[u]);
 #pragma unroll
     for (int u = 0; u < kA; ++u)
       if (k0 - u >= kept) bwd_finish_pack<V, T, kAdd>(a, elem(k0 - u), qg[u], qx[u], bits[u], mean, A, B, K);
