@@ -216,15 +216,21 @@ void check_chains_from(const char* name, const std::vector<tut::Case>& cases) {
   CHECK(tut::check_chains(q, cases) == expected_pairs(p, f) * static_cast<int>(cases.size()));
 }
 
+// One backward version, `name`, on what every forward version saved. Checks the count of chains
+// graded.
+template <class T, bool kAdd>
+void check_chains_into(const char* name, const std::vector<tut::Case>& cases) {
+  const auto q = only(backward<T, kAdd>(), name);
+  INFO(q.name, " ", name, " on every forward's saved state");
+  CHECK(tut::check_chains(q, cases) == expected_pairs(q, forward<T, kAdd>()) * static_cast<int>(cases.size()));
+}
+
 // The chains through one version that has both a forward and a backward (v15, v17): its backward on
 // every forward's saved state, and every backward on what its forward saved. Checks the count of
 // chains graded.
 template <class T, bool kAdd>
 void check_chains_through(const char* name, const std::vector<tut::Case>& cases) {
-  const auto& p = backward<T, kAdd>();
-  const int n = static_cast<int>(cases.size());
-  INFO(p.name, " through ", name);
-  CHECK(tut::check_chains(only(p, name), cases) == expected_pairs(only(p, name), forward<T, kAdd>()) * n);
+  check_chains_into<T, kAdd>(name, cases);
   check_chains_from<T, kAdd>(name, cases);
 }
 
@@ -749,12 +755,9 @@ TEST_SUITE("gpu") {
       return cases;
     };
     check_backward_rung("v21_resident", shapes);
-    const tut::ProblemEntry e32 = tut::erase(bn_relu_f32()), e16 = tut::erase(bn_add_relu_f16());
-    const auto b32 = chained_to(only(bn_relu_backward_f32(), "v21_resident"), e32);
-    const auto b16 = chained_to(only(bn_add_relu_backward_f16(), "v21_resident"), e16);
     const auto chain_cases = small_shapes(bn_relu_backward_f32());
-    CHECK(tut::check_chains(b32, chain_cases) == expected_pairs(b32, bn_relu_f32()) * static_cast<int>(chain_cases.size()));
-    CHECK(tut::check_chains(b16, chain_cases) == expected_pairs(b16, bn_add_relu_f16()) * static_cast<int>(chain_cases.size()));
+    check_chains_into<float, false>("v21_resident", chain_cases);
+    check_chains_into<__half, true>("v21_resident", chain_cases);
     const std::vector<Dims> dims = {{8, 32, 28, 28}, {4, 64, 9, 11}, {2, 1, 300, 301}, {2, 16, 3, 1}, {4, 33, 17, 19}, {8, 3, 30, 30}};
     check_bits(bn_relu_backward_f32(), dims, "v21_resident", nullptr);
     check_bits(bn_add_relu_backward_f16(), dims, "v21_resident", nullptr);
@@ -780,14 +783,11 @@ TEST_SUITE("gpu") {
       return cases;
     };
     check_backward_rung("v31_held_rounds", shapes);
-    const tut::ProblemEntry e32 = tut::erase(bn_relu_f32()), e16 = tut::erase(bn_add_relu_f16());
-    const auto b32 = chained_to(only(bn_relu_backward_f32(), "v31_held_rounds"), e32);
-    const auto b16 = chained_to(only(bn_add_relu_backward_f16(), "v31_held_rounds"), e16);
     auto chain_cases = small_shapes(bn_relu_backward_f32());
     chain_cases.push_back(bn_case(bn_relu_backward_f32(), {8, 64, 56, 56}, "NHWC"));
     chain_cases.push_back(bn_case(bn_relu_backward_f32(), {5, 4, 7, 9}, "NHWC"));
-    CHECK(tut::check_chains(b32, chain_cases) == expected_pairs(b32, bn_relu_f32()) * static_cast<int>(chain_cases.size()));
-    CHECK(tut::check_chains(b16, chain_cases) == expected_pairs(b16, bn_add_relu_f16()) * static_cast<int>(chain_cases.size()));
+    check_chains_into<float, false>("v31_held_rounds", chain_cases);
+    check_chains_into<__half, true>("v31_held_rounds", chain_cases);
     const std::vector<Dims> dims = {{5, 4, 7, 9}, {2, 64, 30, 30}, {8, 64, 120, 120}};
     check_bits(bn_relu_backward_f32(), dims, "v31_held_rounds", nullptr);
     check_bits(bn_add_relu_backward_f32(), dims, "v31_held_rounds", nullptr);
