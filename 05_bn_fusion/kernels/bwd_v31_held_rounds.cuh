@@ -217,19 +217,12 @@ V31Plan v31_plan(const BwdArgs<T>& a, int grid, int slots) {
                    slots, kV31MostL, kV31MostPacks);
 }
 
-// The kernel's held packs a thread, asked once.
-template <class T, bool kAdd>
-int v31_slots() {
-  static const int slots =
-      held_slots(reinterpret_cast<const void*>(&bwd_v31_kernel<T, kAdd>), kV31Threads, v31_dynamic_bytes(1));
-  return slots;
-}
-
 // v31's kernel where it takes the case, else v20.
 template <class T, bool kAdd>
 void bwd_v31_held_rounds(cudaStream_t st, const BwdArgs<T>& a, void* ws) {
   check_shape(a.s, "bwd_v31_held_rounds");
-  const int grid = device_limits().sm_count, slots = v31_slots<T, kAdd>();
+  const int grid = device_limits().sm_count;
+  const int slots = held_slots_once<&bwd_v31_kernel<T, kAdd>>(kV31Threads, v31_dynamic_bytes(1));
   V31Plan plan = v31_plan<T, kAdd>(a, grid, slots);
   if (plan.held < 0) {
     bwd_v20_async_pass<T, kAdd>(st, a, ws);

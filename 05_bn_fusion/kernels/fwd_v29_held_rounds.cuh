@@ -307,11 +307,10 @@ void launch_held(const void* kernel, int grid, int threads, std::size_t dyn, con
   ::tut::check_cuda(cudaLaunchCooperativeKernel(kernel, grid, threads, kargs, dyn, st), who, __FILE__, __LINE__);
 }
 
-// The kernel's held packs a thread: whole rounds of the block's packs. Asked once.
-template <class T, bool kAdd>
-int v29_slots() {
-  static const int slots =
-      held_slots(reinterpret_cast<const void*>(&fwd_v29_kernel<T, kAdd>), kV29Threads, v29_dynamic_bytes(1));
+// held_slots for one kernel, asked once.
+template <auto Kernel>
+int held_slots_once(int threads, std::size_t slot_bytes) {
+  static const int slots = held_slots(reinterpret_cast<const void*>(Kernel), threads, slot_bytes);
   return slots;
 }
 
@@ -319,7 +318,8 @@ int v29_slots() {
 template <class T, bool kAdd>
 void fwd_v29_held_rounds(cudaStream_t st, const FwdArgs<T>& a, void* ws) {
   check_shape(a.s, "fwd_v29_held_rounds");
-  const int grid = device_limits().sm_count, slots = v29_slots<T, kAdd>();
+  const int grid = device_limits().sm_count;
+  const int slots = held_slots_once<&fwd_v29_kernel<T, kAdd>>(kV29Threads, v29_dynamic_bytes(1));
   V29Plan plan = v29_plan<T, kAdd>(a, grid, slots);
   if (plan.held < 0) {
     fwd_v28_loads_ahead<T, kAdd>(st, a, ws);
