@@ -126,7 +126,8 @@ BUSY_CYCLES = 1_000_000
 # The runs that pick the version raced on each case, in the order they ran: the whole suite's run on
 # the H200, and after it any run of some cases with rungs that came later (a case's pick is replaced
 # where the later run timed it against the earlier pick, in one process). The suite's run of the build
-# of commit b44f193 has every rung, v29 included, so it alone picks (the whole race of
+# of commit 1ce1383 has every rung, v31 included, so it alone picks (the race of
+# results/NVIDIA_H200.torch_64x64.json took its picks from it; the whole race of
 # results/NVIDIA_H200.torch.json took its picks from an earlier run, now results/suite_ca6cad0/).
 _PICKS = ["NVIDIA_H200.json"]
 
