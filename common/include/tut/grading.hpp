@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -150,6 +151,12 @@ void check_offsets(const Problem<Inst>& p, const std::vector<std::int64_t>& size
 // saved inputs this forward version writes, on the state it wrote: the saved inputs it does not
 // write come from the chain's usual producers. A version that refuses the case (Unsupported) is
 // reported and skipped. Returns the number of pairs graded.
+//
+// The backward's instance, its saved inputs filled from the forward version, is built once per case
+// and forward version and shared by the backward versions, as the benchmark shares one instance
+// among versions (each launch resets what a version writes; the saved inputs are only read):
+// filling it builds, runs and checks two forward instances, work that does not depend on the
+// backward version.
 template <class Inst>
 int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const ProblemEntry* forward = nullptr) {
   REQUIRE_MESSAGE(static_cast<bool>(bwd.chain), bwd.name, " has no chain to a forward");
@@ -162,6 +169,7 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
     const InstanceOptions opt = test_options(fwd.name + "->" + bwd.name, c);
     for (std::size_t fv = 0; fv < fwd.versions.size(); ++fv) {
       if (fwd.versions[fv].kind != Kind::own) continue;  // an exercise is graded on its own
+      std::unique_ptr<Inst> inst;  // built at the first backward version the pair applies to
       for (const auto& bv : bwd.versions) {
         bool applies = true, reads_saved = false;
         for (const auto& [saved, output] : bwd.chain.links) {
@@ -173,8 +181,11 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
         if (!applies || !reads_saved) continue;
         const std::string who = fwd.name + " " + fwd.versions[fv].name + " -> " + bwd.name + " " + bv.name + " " + c.name;
         const auto r = detail::unless_refused(who, [&] {
-          const auto inst = instantiate(bwd, c, opt, &fwd);
-          fill_saved_from(bwd.chain, fwd, fv, c, opt, *inst);
+          if (!inst) {  // kept only once filled: a forward that refuses the case is asked again, and refuses again
+            auto filled = instantiate(bwd, c, opt, &fwd);
+            fill_saved_from(bwd.chain, fwd, fv, c, opt, *filled);
+            inst = std::move(filled);
+          }
           return checked_run(make_trial(bv, *inst));
         });
         if (!r) continue;
