@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tut {
@@ -153,10 +154,11 @@ void check_offsets(const Problem<Inst>& p, const std::vector<std::int64_t>& size
 // reported and skipped. Returns the number of pairs graded.
 //
 // The backward's instance, its saved inputs filled from the forward version, is built once per case
-// and forward version and shared by the backward versions, as the benchmark shares one instance
-// among versions (each launch resets what a version writes; the saved inputs are only read):
-// filling it builds, runs and checks two forward instances, work that does not depend on the
-// backward version.
+// and forward version and shared by the backward versions: filling it builds, runs and checks two
+// forward instances, work that does not depend on the backward version. The saved inputs' bytes are
+// kept on the device and copied back before each backward version's setup, so each version sees
+// what the forward wrote even where an earlier version's setup wrote over them (cuDNN's fused
+// backward runs its own forward into them).
 template <class Inst>
 int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const ProblemEntry* forward = nullptr) {
   REQUIRE_MESSAGE(static_cast<bool>(bwd.chain), bwd.name, " has no chain to a forward");
@@ -170,6 +172,7 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
     for (std::size_t fv = 0; fv < fwd.versions.size(); ++fv) {
       if (fwd.versions[fv].kind != Kind::own) continue;  // an exercise is graded on its own
       std::unique_ptr<Inst> inst;  // built at the first backward version the pair applies to
+      std::vector<std::pair<Operand*, DeviceBuffer<unsigned char>>> kept;  // its saved inputs' bytes as filled
       for (const auto& bv : bwd.versions) {
         bool applies = true, reads_saved = false;
         for (const auto& [saved, output] : bwd.chain.links) {
@@ -181,10 +184,19 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
         if (!applies || !reads_saved) continue;
         const std::string who = fwd.name + " " + fwd.versions[fv].name + " -> " + bwd.name + " " + bv.name + " " + c.name;
         const auto r = detail::unless_refused(who, [&] {
-          if (!inst) {  // kept only once filled: a forward that refuses the case is asked again, and refuses again
+          if (!inst) {  // held only once filled: a forward that refuses the case is asked again, and refuses again
             auto filled = instantiate(bwd, c, opt, &fwd);
             fill_saved_from(bwd.chain, fwd, fv, c, opt, *filled);
+            for (const auto& name : filled->names(Role::saved)) {
+              Operand& op = filled->operand(name);
+              kept.emplace_back(&op, DeviceBuffer<unsigned char>(op.bytes()));
+              if (op.bytes() > 0)
+                TUT_CUDA(cudaMemcpy(kept.back().second.data(), op.device(), op.bytes(), cudaMemcpyDeviceToDevice));
+            }
             inst = std::move(filled);
+          } else {
+            for (auto& [op, bytes] : kept)
+              if (op->bytes() > 0) TUT_CUDA(cudaMemcpy(op->device(), bytes.data(), op->bytes(), cudaMemcpyDeviceToDevice));
           }
           return checked_run(make_trial(bv, *inst));
         });
