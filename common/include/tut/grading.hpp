@@ -187,7 +187,6 @@ int check_chains(const Problem<Inst>& bwd, const std::vector<Case>& cases, const
           if (!inst) {  // held only once filled: a forward that refuses the case is asked again, and refuses again
             auto filled = instantiate(bwd, c, opt, &fwd);
             fill_saved_from(bwd.chain, fwd, fv, c, opt, *filled);
-            kept.clear();
             for (const auto& name : filled->names(Role::saved)) {
               Operand& op = filled->operand(name);
               kept.emplace_back(&op, DeviceBuffer<unsigned char>(op.bytes()));
